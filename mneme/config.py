@@ -1,0 +1,58 @@
+"""Settings read from the environment once, at the edge (CLI, server, the module-level graph).
+
+Library code takes these values as arguments; only entry points call ``Settings.from_env()``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from mneme.errors import ConfigurationError
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Process-wide settings; see the README's configuration table."""
+
+    data_dir: Path = Path(".mneme")
+    """MNEME_DATA_DIR: where embedded Chroma and the keyword index live."""
+    chroma_url: str | None = None
+    """MNEME_CHROMA_URL: ``http://host:port`` of a Chroma server; unset means embedded Chroma."""
+    collection_prefix: str = "mneme"
+    """MNEME_COLLECTION_PREFIX: prefix of every Chroma collection name."""
+    embeddings: str = "use-m3"
+    """MNEME_EMBEDDINGS: ``use-m3`` (offline default) or ``openai:<model>``."""
+    openai_api_key: str | None = None
+    """OPENAI_API_KEY: enables the chat model; without it Mneme runs in memory-only mode."""
+    openai_base_url: str | None = None
+    """OPENAI_BASE_URL: any OpenAI-compatible server (Ollama, vLLM, llama.cpp)."""
+    chat_model: str = "gpt-4o-mini"
+    """MNEME_CHAT_MODEL: the chat model's name at that endpoint."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Read settings from ``env`` (default ``os.environ``)."""
+        env = os.environ if env is None else env
+        url = (env.get("MNEME_CHROMA_URL") or "").strip() or None
+        if url and not url.startswith(("http://", "https://")):
+            raise ConfigurationError(f"MNEME_CHROMA_URL must look like http://host:port, got {url!r}")
+        prefix = (env.get("MNEME_COLLECTION_PREFIX") or "mneme").strip()
+        if not prefix.replace("_", "").replace("-", "").isalnum() or len(prefix) > 40:
+            raise ConfigurationError(f"MNEME_COLLECTION_PREFIX {prefix!r}: use up to 40 letters, digits, _ or -")
+        return cls(
+            data_dir=Path(env.get("MNEME_DATA_DIR") or ".mneme").expanduser(),
+            chroma_url=url,
+            collection_prefix=prefix,
+            embeddings=(env.get("MNEME_EMBEDDINGS") or "use-m3").strip(),
+            openai_api_key=(env.get("OPENAI_API_KEY") or "").strip() or None,
+            openai_base_url=(env.get("OPENAI_BASE_URL") or "").strip() or None,
+            chat_model=(env.get("MNEME_CHAT_MODEL") or "gpt-4o-mini").strip(),
+        )
+
+    @property
+    def memory_only(self) -> bool:
+        """True when no model endpoint is configured: no model calls are made."""
+        return self.openai_api_key is None and self.openai_base_url is None

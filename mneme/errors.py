@@ -1,0 +1,53 @@
+"""Every error Mneme raises on purpose, in one place.
+
+    MnemeError                      base: catch this to catch anything Mneme means to raise
+    ├── ConfigurationError          a setting is missing, malformed or contradicts another
+    ├── InvalidInputError           text, ids or filters a caller passed are unusable (empty, huge, hostile)
+    │   └── InvalidTenantError      a user id is missing or not a valid tenant id
+    ├── MemoryStoreError            the memory backend failed; the message says what to do
+    │   ├── StoreUnavailableError   the Chroma server (or other backend) cannot be reached: names the URL
+    │   ├── EmbedderMismatchError   the store was built with another embedding model: names both
+    │   └── StoreLockedError        another process owns the embedded data directory: use a server
+    └── ModelOutputError            a chat model returned output Mneme cannot use (after its retry)
+
+Backend exceptions are translated to these at one boundary (``mneme.memory.chroma``); users see the
+messages, so each says what happened and what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class MnemeError(Exception):
+    """Base class for every error Mneme raises on purpose."""
+
+
+class ConfigurationError(MnemeError):
+    """Raised when a setting is missing, malformed or contradicts another; shown to the user at start-up."""
+
+
+class InvalidInputError(MnemeError, ValueError):
+    """Raised when text, ids or filters passed by a caller cannot be used; nothing has been stored."""
+
+
+class InvalidTenantError(InvalidInputError):
+    """Raised when a user id (tenant) is missing or malformed; no memory is read or written."""
+
+
+class MemoryStoreError(MnemeError):
+    """Raised when the memory backend fails; the message says what to do next."""
+
+
+class StoreUnavailableError(MemoryStoreError):
+    """Raised when the Chroma server (or another backend) cannot be reached; the message names the URL."""
+
+
+class EmbedderMismatchError(MemoryStoreError):
+    """Raised when a store was created with another embedding model; the message names both models."""
+
+
+class StoreLockedError(MemoryStoreError):
+    """Raised when another process already uses an embedded data directory; use a Chroma server instead."""
+
+
+class ModelOutputError(MnemeError):
+    """Raised when a chat model's output cannot be used even after a retry; callers fall back, never lose data."""
