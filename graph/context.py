@@ -1,0 +1,121 @@
+"""Run settings (``context_schema``): who the user is and how to recall, set per run.
+
+A run names its user in ``context`` (``graph.invoke(..., context={"user_id": "alice"})``) or, for servers
+that only forward ``config`` (LangServe, older LangGraph clients), in ``config["configurable"]["user_id"]``.
+``resolve_context`` merges the two in one place so every node sees the same answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from mneme.errors import InvalidInputError, InvalidTenantError
+from mneme.memory.base import validate_tenant
+from mneme.memory.service import RecallOptions
+
+
+@dataclass(kw_only=True)
+class Context:
+    """Per-run settings of the Mneme agent."""
+
+    user_id: str = field(default="", metadata={
+        "description": "Whose memories to read and write (required; or config.configurable.user_id)."})
+    k: int = field(default=6, metadata={"description": "How many memories and documents to recall at most."})
+    score_floor: float = field(default=0.0, metadata={
+        "description": "Drop recalled items whose final score is below this."})
+    mmr: bool = field(default=False, metadata={
+        "description": "Diversify recalled items with maximal marginal relevance."})
+    mmr_lambda: float = field(default=0.7, metadata={
+        "description": "MMR trade-off: 1 is pure relevance, 0 pure diversity."})
+    memory_weight: float = field(default=1.0, metadata={"description": "Weight of the user's memories."})
+    document_weight: float = field(default=1.0, metadata={"description": "Weight of documents."})
+    include_documents: bool = field(default=True, metadata={
+        "description": "Also search the documents (shared knowledge base and the user's private ones)."})
+    forgetting: bool = field(default=True, metadata={
+        "description": "Re-rank by the forgetting curve (re-orders near ties, never hides a clear match)."})
+    time_aware: bool = field(default=True, metadata={
+        "description": "Favour memories from a time window named in the query (昨天, last week)."})
+    max_context_tokens: int = field(default=2000, metadata={
+        "description": "Token budget of the recalled memories and documents put in the prompt."})
+    recent_turns: int = field(default=3, metadata={
+        "description": "How many recent turns of the thread the query rewriter sees."})
+    write_memory: bool = field(default=True, metadata={
+        "description": "Store this turn as long-term memory after answering."})
+
+    def __post_init__(self) -> None:
+        # Bad knobs come from callers (HTTP bodies, CLI flags): reject them with a message, not a crash later.
+        if not 1 <= int(self.k) <= 100:
+            raise InvalidInputError(f"k must be between 1 and 100, got {self.k}")
+        if not 0.0 <= float(self.mmr_lambda) <= 1.0:
+            raise InvalidInputError(f"mmr_lambda must be between 0 and 1, got {self.mmr_lambda}")
+        if self.memory_weight < 0 or self.document_weight < 0:
+            raise InvalidInputError("memory_weight and document_weight must not be negative")
+        if self.recent_turns < 0 or self.max_context_tokens < 1:
+            raise InvalidInputError("recent_turns must be >= 0 and max_context_tokens >= 1")
+
+    def to_recall_options(self) -> RecallOptions:
+        """The memory service's recall options for these settings."""
+        return RecallOptions(
+            k=self.k, score_floor=self.score_floor, mmr=self.mmr, mmr_lambda=self.mmr_lambda,
+            memory_weight=self.memory_weight, document_weight=self.document_weight,
+            include_documents=self.include_documents, forgetting=self.forgetting,
+            time_aware=self.time_aware, max_tokens=self.max_context_tokens,
+        )
+
+
+_FIELDS = {f.name: f for f in fields(Context)}
+
+
+def _coerce(name: str, value: Any) -> Any:
+    """Convert a configurable value (often a string from a header or form) to the field's type."""
+    default = _FIELDS[name].default
+    if isinstance(default, bool):
+        if isinstance(value, str):
+            return value.strip().lower() in ("1", "true", "yes", "on")
+        return bool(value)
+    if isinstance(default, int):
+        return int(value)
+    if isinstance(default, float):
+        return float(value)
+    return str(value)
+
+
+def resolve_context(context: Context | Mapping[str, Any] | None, config: Mapping[str, Any] | None) -> Context:
+    """The run's settings: ``context`` first, then ``config["configurable"]`` for what it leaves unset.
+
+    Raises ``InvalidTenantError`` with a clear message when neither names a valid user.
+    """
+    if context is None:
+        ctx = Context()
+    elif isinstance(context, Context):
+        ctx = context
+    else:
+        unknown = set(context) - set(_FIELDS)
+        ctx = Context(**{k: v for k, v in context.items() if k not in unknown})
+    configurable = dict((config or {}).get("configurable") or {})
+    defaults = Context()
+    overrides: dict[str, Any] = {}
+    for name in _FIELDS:
+        if name in configurable and configurable[name] is not None \
+                and getattr(ctx, name) == getattr(defaults, name):
+            try:
+                overrides[name] = _coerce(name, configurable[name])
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(f"configurable {name}={configurable[name]!r}: {exc}") from exc
+    if overrides:
+        ctx = replace(ctx, **overrides)
+    if not ctx.user_id:
+        raise InvalidTenantError(
+            "no user id for this run: pass context={'user_id': ...} or config.configurable.user_id "
+            "(CLI: --user, HTTP: X-User-Id)"
+        )
+    validate_tenant(ctx.user_id)
+    return ctx
+
+
+def thread_id_of(config: Mapping[str, Any] | None) -> str | None:
+    """The conversation thread of this run (``config.configurable.thread_id``), if any."""
+    value = ((config or {}).get("configurable") or {}).get("thread_id")
+    return str(value) if value else None

@@ -1,0 +1,129 @@
+"""Wiring: ``rewrite_query -> retrieve -> generate -> write_memory``, with injectable model and memory.
+
+``build_graph`` is what code and tests call. ``make_graph()`` (served by ``langgraph dev`` through
+``langgraph.json``) and the module attribute ``graph`` build the agent from the environment on first
+use, so importing this module never opens a store or needs an API key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+# LangGraph's own runnable with a sync and an async body and node-argument injection (prebuilt uses it).
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from mneme.clock import Clock, system_clock
+from mneme.graph import nodes
+from mneme.graph.context import Context
+from mneme.graph.state import InputState, State
+from mneme.memory.base import Embedder, MemoryStore
+from mneme.memory.service import MemoryService
+
+GRAPH_NAME = "mneme"
+
+
+def _service(service: MemoryService | None, store: MemoryStore | None, embedder: Embedder | None,
+             clock: Clock | None) -> MemoryService:
+    if service is not None:
+        return service
+    if store is None:
+        if embedder is not None:
+            from mneme.memory.inprocess import InProcessStore
+
+            store = InProcessStore(embedder)
+        else:
+            from mneme.config import Settings
+            from mneme.stores import open_service
+
+            return open_service(Settings.from_env(), clock=clock or system_clock)
+    return MemoryService(store, clock=clock or system_clock)
+
+
+def _node(func: Callable[..., Any], afunc: Callable[..., Any], **deps: Any) -> RunnableCallable:
+    """A node with its dependencies bound, runnable by both ``invoke`` and ``ainvoke``."""
+    return RunnableCallable(partial(func, **deps), partial(afunc, **deps), name=afunc.__name__)
+
+
+def build_builder(
+    *, model: BaseChatModel | None = None, service: MemoryService | None = None,
+    store: MemoryStore | None = None, embedder: Embedder | None = None, clock: Clock | None = None,
+) -> StateGraph:
+    """The uncompiled graph, for callers that add nodes or compile with their own options.
+
+    Memory comes from ``service``, else a service over ``store``, else an in-process store over
+    ``embedder``, else the store the environment configures. ``model=None`` is memory-only mode.
+    """
+    svc = _service(service, store, embedder, clock)
+    builder = StateGraph(State, context_schema=Context, input_schema=InputState)
+    builder.add_node("rewrite_query", _node(nodes.rewrite_query_sync, nodes.rewrite_query, model=model))
+    builder.add_node("retrieve", _node(nodes.retrieve_sync, nodes.retrieve, service=svc))
+    builder.add_node("generate", _node(nodes.generate_sync, nodes.generate, model=model, clock=svc.clock))
+    builder.add_node("write_memory",
+                     _node(nodes.write_memory_sync, nodes.write_memory, service=svc, model=model))
+    builder.add_edge(START, "rewrite_query")
+    builder.add_edge("rewrite_query", "retrieve")
+    builder.add_edge("retrieve", "generate")
+    builder.add_edge("generate", "write_memory")
+    builder.add_edge("write_memory", END)
+    return builder
+
+
+def build_graph(
+    *, model: BaseChatModel | None = None, service: MemoryService | None = None,
+    store: MemoryStore | None = None, embedder: Embedder | None = None,
+    checkpointer: BaseCheckpointSaver | None = None, clock: Clock | None = None,
+) -> CompiledStateGraph:
+    """The compiled Mneme agent (see ``build_builder`` for where memory comes from)."""
+    builder = build_builder(model=model, service=service, store=store, embedder=embedder, clock=clock)
+    return builder.compile(checkpointer=checkpointer, name=GRAPH_NAME)
+
+
+def graph_from_env() -> CompiledStateGraph:
+    """The agent as the environment configures it (store, embedder, chat model); no checkpointer."""
+    from mneme.config import Settings
+    from mneme.models import load_chat_model
+    from mneme.stores import open_service
+
+    settings = Settings.from_env()
+    return build_graph(model=load_chat_model(settings), service=open_service(settings))
+
+
+_lock = threading.Lock()
+_graph: CompiledStateGraph | None = None
+
+
+def load_graph() -> CompiledStateGraph:
+    """The environment's agent, built once per process on first call (thread-safe)."""
+    global _graph
+    with _lock:
+        if _graph is None:
+            _graph = graph_from_env()
+    return _graph
+
+
+async def make_graph() -> CompiledStateGraph:
+    """``load_graph`` for ``langgraph.json``: the server calls this factory per run, in its event loop.
+
+    LangGraph's server reads graphs from the module ``__dict__``, so the lazy ``graph`` attribute below
+    cannot serve it; a factory can, still opens nothing at import, and builds off the event loop
+    (loading the embedder and opening Chroma block).
+    """
+    if _graph is not None:
+        return _graph
+    return await asyncio.to_thread(load_graph)
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: ``from mneme.graph.graph import graph`` builds the agent on first access, not at import.
+    if name == "graph":
+        return load_graph()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,287 @@
+"""The agent's nodes: rewrite the query, recall, answer, remember. Each returns only what it changes.
+
+Each node is an async function with a sync twin (``rewrite_query`` / ``rewrite_query_sync``) sharing
+the same pure steps, so both ``graph.ainvoke`` (``langgraph dev``, LangServe) and ``graph.invoke`` work
+without running event loops inside threads. Nodes receive their model and memory service from the
+builder, never load them: a graph built with ``FakeChatModel`` and an in-process store is fully
+testable. ``model=None`` is memory-only mode: no model calls, the reply is a labelled account of
+what was recalled.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from mneme.clock import Clock, system_clock, to_iso
+from mneme.graph.context import Context, resolve_context, thread_id_of
+from mneme.graph.state import State
+from mneme.memory.service import MemoryService, Recalled, WriteReport
+from mneme.prompts import (
+    GENERATE_SYSTEM,
+    MEMORY_ONLY_ITEM,
+    REWRITE_SYSTEM,
+    REWRITE_USER,
+    render_documents,
+    render_memories,
+    reply_texts,
+)
+
+log = logging.getLogger(__name__)
+
+# Short follow-ups that lean on the previous turn ("它的利润率呢?", "what about it?").
+_REFERENCE = re.compile(
+    r"[它他她]|这个|那个|这些|那些|\b(it|its|they|them|their|that|this|those|these)\b", re.IGNORECASE
+)
+
+
+# -- message helpers ---------------------------------------------------------------------------------
+def text_of(message: BaseMessage | None) -> str:
+    """The plain text of a message (text parts of multimodal content joined); ``""`` for None."""
+    if message is None:
+        return ""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "".join(p if isinstance(p, str) else str(p.get("text", "")) for p in content
+                   if isinstance(p, str | dict))
+
+
+def latest_user_message(messages: list[AnyMessage]) -> HumanMessage | None:
+    """The last human message of the thread, if the thread ends with one."""
+    return messages[-1] if messages and isinstance(messages[-1], HumanMessage) else None
+
+
+def recent_history(messages: list[AnyMessage], turns: int) -> list[BaseMessage]:
+    """The last ``turns`` user/assistant turns before the latest message (tool and system messages out)."""
+    if turns <= 0:
+        return []
+    earlier: list[BaseMessage] = [
+        m for m in messages[:-1] if isinstance(m, HumanMessage | AIMessage) and text_of(m).strip()
+    ]
+    starts = [i for i, m in enumerate(earlier) if isinstance(m, HumanMessage)]
+    return earlier[starts[-turns]:] if len(starts) >= turns else earlier
+
+
+def _transcript(history: list[BaseMessage]) -> str:
+    roles = ("user" if isinstance(m, HumanMessage) else "assistant" for m in history)
+    return "\n".join(f"{role}: {text_of(m)}" for role, m in zip(roles, history, strict=True))
+
+
+# -- rewrite_query -----------------------------------------------------------------------------------
+def _rewrite_plan(
+    state: State, ctx: Context, model: BaseChatModel | None
+) -> tuple[str, list[BaseMessage] | None]:
+    """The message as a fallback query, and the rewrite prompt when the model is worth calling."""
+    message = text_of(latest_user_message(state["messages"])).strip()
+    history = recent_history(state["messages"], ctx.recent_turns)
+    if not message or not history:  # first turn: nothing to resolve, skip the model
+        return message, None
+    if model is None:
+        return _expand_without_model(message, history), None
+    prompt: list[BaseMessage] = [
+        SystemMessage(REWRITE_SYSTEM),
+        HumanMessage(REWRITE_USER.format(history=_transcript(history), message=message)),
+    ]
+    return message, prompt
+
+
+def _expand_without_model(message: str, history: list[BaseMessage]) -> str:
+    """Memory-only rewrite: a short follow-up with a reference borrows the previous user message's words."""
+    previous = next((text_of(m) for m in reversed(history) if isinstance(m, HumanMessage)), "")
+    if previous and len(message) <= 40 and _REFERENCE.search(message):
+        return f"{previous} {message}"
+    return message
+
+
+def _rewritten(out: BaseMessage, fallback: str) -> dict[str, Any]:
+    return {"query": text_of(out).strip().strip("\"'“”").strip() or fallback}
+
+
+async def rewrite_query(
+    state: State, config: RunnableConfig, runtime: Runtime[Context], *, model: BaseChatModel | None
+) -> dict[str, Any]:
+    """Turn the latest message into a standalone query; the model runs only when there is history."""
+    fallback, prompt = _rewrite_plan(state, resolve_context(runtime.context, config), model)
+    if prompt is None or model is None:
+        return {"query": fallback}
+    try:
+        return _rewritten(await model.ainvoke(prompt, config), fallback)
+    except Exception:  # a failed rewrite must not cost the user their answer
+        log.warning("query rewrite failed; using the message as is", exc_info=True)
+        return {"query": fallback}
+
+
+def rewrite_query_sync(
+    state: State, config: RunnableConfig, runtime: Runtime[Context], *, model: BaseChatModel | None
+) -> dict[str, Any]:
+    """Sync twin of ``rewrite_query``."""
+    fallback, prompt = _rewrite_plan(state, resolve_context(runtime.context, config), model)
+    if prompt is None or model is None:
+        return {"query": fallback}
+    try:
+        return _rewritten(model.invoke(prompt, config), fallback)
+    except Exception:
+        log.warning("query rewrite failed; using the message as is", exc_info=True)
+        return {"query": fallback}
+
+
+# -- retrieve ----------------------------------------------------------------------------------------
+def _recalled(items: list[Recalled]) -> dict[str, Any]:
+    out = []
+    for item in items:
+        data = item.as_dict()
+        # Keep documents' titles and sources for citation; scalars only, so state stays JSON-ready.
+        data["metadata"] = {k: v for k, v in item.metadata.items() if isinstance(v, str | int | float | bool)}
+        out.append(data)
+    return {"recalled": out}
+
+
+async def retrieve(
+    state: State, config: RunnableConfig, runtime: Runtime[Context], *, service: MemoryService
+) -> dict[str, Any]:
+    """Recall the user's memories and documents for the query, with the run's recall options."""
+    ctx = resolve_context(runtime.context, config)
+    query = state.get("query", "")
+    if not query.strip():
+        return {"recalled": []}
+    return _recalled(await service.arecall(ctx.user_id, query, options=ctx.to_recall_options()))
+
+
+def retrieve_sync(
+    state: State, config: RunnableConfig, runtime: Runtime[Context], *, service: MemoryService
+) -> dict[str, Any]:
+    """Sync twin of ``retrieve``."""
+    ctx = resolve_context(runtime.context, config)
+    query = state.get("query", "")
+    if not query.strip():
+        return {"recalled": []}
+    return _recalled(service.recall(ctx.user_id, query, options=ctx.to_recall_options()))
+
+
+# -- generate ----------------------------------------------------------------------------------------
+def _generate_plan(state: State, ctx: Context, model: BaseChatModel | None,
+                   clock: Clock) -> tuple[str | None, list[BaseMessage] | None]:
+    """Either a finished answer (empty message, memory-only mode) or the prompt for the model."""
+    latest = latest_user_message(state["messages"])
+    message = text_of(latest).strip()
+    recalled = state.get("recalled") or []
+    if latest is None or not message:
+        return reply_texts(message)["empty"], None
+    if model is None:
+        return memory_only_reply(message, recalled), None
+    system = GENERATE_SYSTEM.format(
+        today=to_iso(clock())[:10],
+        memories=render_memories(r for r in recalled if r.get("source") != "document"),
+        documents=render_documents(r for r in recalled if r.get("source") == "document"),
+    )
+    return None, [SystemMessage(system), *recent_history(state["messages"], ctx.recent_turns), latest]
+
+
+def _answered(answer: str) -> dict[str, Any]:
+    return {"answer": answer, "messages": [AIMessage(content=answer)]}
+
+
+async def generate(
+    state: State, config: RunnableConfig, runtime: Runtime[Context], *,
+    model: BaseChatModel | None, clock: Clock = system_clock,
+) -> dict[str, Any]:
+    """Answer from the recalled items (as tagged data) and recent turns; memory-only mode reports them."""
+    answer, prompt = _generate_plan(state, resolve_context(runtime.context, config), model, clock)
+    if prompt is None or model is None:
+        return _answered(answer or "")
+    return _answered(text_of(await model.ainvoke(prompt, config)))
+
+
+def generate_sync(
+    state: State, config: RunnableConfig, runtime: Runtime[Context], *,
+    model: BaseChatModel | None, clock: Clock = system_clock,
+) -> dict[str, Any]:
+    """Sync twin of ``generate``."""
+    answer, prompt = _generate_plan(state, resolve_context(runtime.context, config), model, clock)
+    if prompt is None or model is None:
+        return _answered(answer or "")
+    return _answered(text_of(model.invoke(prompt, config)))
+
+
+def memory_only_reply(message: str, recalled: list[dict[str, Any]]) -> str:
+    """The reply without a chat model: a labelled list of what was recalled, in the user's language."""
+    texts = reply_texts(message)
+    lines = [texts["label"]]
+    memories = [r for r in recalled if r.get("source") != "document"]
+    documents = [r for r in recalled if r.get("source") == "document"]
+    for heading, items in ((texts["memories"], memories), (texts["documents"], documents)):
+        if items:
+            lines.append(heading)
+            lines.extend(
+                MEMORY_ONLY_ITEM.format(date=to_iso(r["created_at"])[:10], id=r["id"],
+                                        text=" ".join(str(r["text"]).split())[:400])
+                for r in items
+            )
+    if not recalled:
+        lines.append(texts["nothing"])
+    return "\n".join(lines)
+
+
+# -- write_memory ------------------------------------------------------------------------------------
+def _write_plan(state: State, ctx: Context, model: BaseChatModel | None,
+                config: RunnableConfig) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """Either a finished report (nothing to store) or the ``remember_turn`` arguments."""
+    messages = state["messages"]
+    user_text = text_of(latest_user_message(messages[:-1])).strip() if messages else ""
+    if not ctx.write_memory:
+        return {"stored": [], "skipped": "disabled"}, {}
+    if not user_text:
+        return {"stored": [], "skipped": "empty"}, {}
+    # Memory-only replies only echo what was recalled: storing them would nest old memories in new ones.
+    answer = state.get("answer", "") if model is not None else ""
+    return None, {
+        "user_text": user_text, "assistant_text": answer, "thread_id": thread_id_of(config),
+        "turn_ids": [m.id for m in messages[-2:] if m.id], "model": model,
+    }
+
+
+def _reported(report: WriteReport) -> dict[str, Any]:
+    return {"memory_report": {"stored": list(report.stored), "skipped": report.skipped,
+                              "redactions": dict(report.redactions), "model_calls": report.model_calls}}
+
+
+def _failed(exc: Exception, user_id: str) -> dict[str, Any]:
+    log.error("could not store the turn of user %s: %s", user_id, exc, exc_info=exc)
+    return {"memory_report": {"stored": [], "skipped": "error", "error": f"{type(exc).__name__}: {exc}"}}
+
+
+async def write_memory(
+    state: State, config: RunnableConfig, runtime: Runtime[Context], *,
+    service: MemoryService, model: BaseChatModel | None,
+) -> dict[str, Any]:
+    """Remember the turn; never raises into the reply (failures are logged and reported)."""
+    ctx = resolve_context(runtime.context, config)
+    done, kwargs = _write_plan(state, ctx, model, config)
+    if done is not None:
+        return {"memory_report": done}
+    try:
+        return _reported(await service.aremember_turn(ctx.user_id, **kwargs))
+    except Exception as exc:  # memory is best effort: the user already has their answer
+        return _failed(exc, ctx.user_id)
+
+
+def write_memory_sync(
+    state: State, config: RunnableConfig, runtime: Runtime[Context], *,
+    service: MemoryService, model: BaseChatModel | None,
+) -> dict[str, Any]:
+    """Sync twin of ``write_memory``."""
+    ctx = resolve_context(runtime.context, config)
+    done, kwargs = _write_plan(state, ctx, model, config)
+    if done is not None:
+        return {"memory_report": done}
+    try:
+        return _reported(service.remember_turn(ctx.user_id, **kwargs))
+    except Exception as exc:
+        return _failed(exc, ctx.user_id)

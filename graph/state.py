@@ -1,0 +1,29 @@
+"""The graph's state: a narrow input (messages) and the full state the nodes fill in."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+
+class InputState(TypedDict):
+    """What a caller sends: the conversation's new messages (appended to the thread's history)."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class State(InputState, total=False):
+    """Everything a run knows; each node returns only the keys it changes."""
+
+    query: str
+    """The user's latest message rewritten as a standalone query (references resolved)."""
+    recalled: list[dict[str, Any]]
+    """Memories and documents recalled for ``query``: ``Recalled.as_dict()`` items, best first."""
+    answer: str
+    """The reply given to the user this turn."""
+    memory_report: dict[str, Any]
+    """What ``write_memory`` stored or skipped for this turn, or the error it swallowed."""
+

@@ -1,0 +1,744 @@
+"""The Chroma backend: embedded (``PersistentClient`` under ``MNEME_DATA_DIR``) or a server (``MNEME_CHROMA_URL``).
+
+Layout: one collection per kind, ``{prefix}_documents``, ``{prefix}_episodic``, ``{prefix}_facts``,
+``{prefix}_preferences``, ``{prefix}_summaries``, plus ``{prefix}_archive`` whose records keep their
+``kind``. Collections use cosine space; a search's score is ``1 - cosine distance``. Rows carry the flat
+metadata described in ``mneme.memory.records``. Chroma never embeds: every write and query passes
+vectors made by the store's ``Embedder``, and each collection records ``{"embedder": name,
+"dimension": d}`` so a store is never read with another model (``EmbedderMismatchError``; fix with
+``mneme reindex``, see ``reindex_store``).
+
+Tenancy: every call validates the user id and scopes its filter with ``scoped_where``; reads and
+deletes by id filter by id *and* tenant. Embedded Chroma is single-process: opening a data directory
+takes an exclusive ``flock`` on ``DATA_DIR/chroma.lock`` (``StoreLockedError`` for a second process;
+opens within one process share a client). Chroma and HTTP exceptions are translated to
+``MemoryStoreError`` subclasses at one boundary, ``translate_errors``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, ParamSpec, TypeVar
+from urllib.parse import urlparse
+
+import chromadb
+import httpx
+from chromadb.api import ClientAPI
+from chromadb.api.models.Collection import Collection
+from chromadb.config import Settings as ChromaSettings
+from chromadb.errors import ChromaError, NotFoundError
+
+from mneme.errors import (
+    ConfigurationError,
+    EmbedderMismatchError,
+    InvalidInputError,
+    MemoryStoreError,
+    MnemeError,
+    StoreLockedError,
+    StoreUnavailableError,
+)
+from mneme.memory.base import (
+    MEMORY_KINDS,
+    SHARED_TENANT,
+    Embedder,
+    EmbedderInfo,
+    Kind,
+    MemoryRecord,
+    ScoredRecord,
+    Where,
+    validate_tenant,
+)
+from mneme.memory.records import (
+    check_ids,
+    check_records,
+    embeddings_for,
+    from_metadata,
+    metadata_changes,
+    storage_where,
+    to_metadata,
+)
+from mneme.memory.tenancy import scoped_where
+
+KIND_COLLECTIONS: dict[Kind, str] = {
+    Kind.DOCUMENT: "documents",
+    Kind.EPISODIC: "episodic",
+    Kind.FACT: "facts",
+    Kind.PREFERENCE: "preferences",
+    Kind.SUMMARY: "summaries",
+}
+ARCHIVE_COLLECTION = "archive"
+HNSW_CONFIGURATION: dict[str, Any] = {"hnsw": {"space": "cosine"}}
+WRITE_BATCH = 1000
+"""Rows per Chroma write call (its own limit is a few thousand)."""
+_NEW, _OLD = "__reindex", "__old"
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def collection_names(prefix: str) -> list[str]:
+    """The six collection names of a store with this prefix (kinds first, archive last)."""
+    return [f"{prefix}_{suffix}" for suffix in KIND_COLLECTIONS.values()] + [f"{prefix}_{ARCHIVE_COLLECTION}"]
+
+
+# --- the error boundary -------------------------------------------------------------------------
+
+
+def unavailable_message(location: str, detail: object = "") -> str:
+    """What to tell a user whose Chroma server cannot be reached."""
+    port = urlparse(location).port or 8000
+    why = f" ({detail})" if detail else ""
+    return (
+        f"cannot reach the Chroma server at {location}{why}. Start it with "
+        f"`chroma run --path DIR --port {port}`, or unset MNEME_CHROMA_URL to use embedded storage"
+    )
+
+
+@contextmanager
+def translate_errors(location: str, action: str, *, remote: bool) -> Iterator[None]:
+    """Turn Chroma, HTTP and I/O exceptions raised inside into ``MemoryStoreError`` subclasses."""
+    try:
+        yield
+    except MnemeError:
+        raise
+    except (httpx.TransportError, ConnectionError) as exc:
+        raise StoreUnavailableError(unavailable_message(location, exc)) from exc
+    except ValueError as exc:
+        if remote and "could not connect" in str(exc).lower():
+            raise StoreUnavailableError(unavailable_message(location)) from exc
+        raise MemoryStoreError(f"Chroma refused to {action} ({location}): {exc}") from exc
+    except (ChromaError, httpx.HTTPError, OSError, sqlite3.Error) as exc:
+        raise MemoryStoreError(f"Chroma failed to {action} ({location}): {exc}") from exc
+
+
+def _guarded(action: str) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """Method decorator: run the call inside ``translate_errors`` of its store."""
+
+    def wrap(method: Callable[P, T]) -> Callable[P, T]:
+        @functools.wraps(method)
+        def call(*args: P.args, **kwargs: P.kwargs) -> T:
+            store = args[0]
+            assert isinstance(store, ChromaStore)
+            with translate_errors(store.location, action, remote=store.remote):
+                return method(*args, **kwargs)
+
+        return call
+
+    return wrap
+
+
+# --- the store ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Hits:
+    """Rows of one ``get``: parallel lists as Chroma returns them."""
+
+    ids: list[str]
+    texts: list[str | None]
+    metas: list[dict[str, Any]]
+    vectors: list[Any] | None = None
+
+    @classmethod
+    def of(cls, result: Mapping[str, Any]) -> _Hits:
+        ids = list(result["ids"])
+        texts = result.get("documents")
+        metas = result.get("metadatas")
+        vectors = result.get("embeddings")
+        return cls(
+            ids=ids,
+            texts=list(texts) if texts is not None else [None] * len(ids),
+            metas=[dict(m or {}) for m in metas] if metas is not None else [{} for _ in ids],
+            vectors=list(vectors) if vectors is not None else None,
+        )
+
+
+class ChromaStore:
+    """A ``MemoryStore`` over a Chroma client (embedded or HTTP); see the module docstring for layout."""
+
+    def __init__(
+        self,
+        client: ClientAPI,
+        embedder: Embedder,
+        *,
+        prefix: str = "mneme",
+        allow_embedder_mismatch: bool = False,
+        location: str = "embedded Chroma",
+        remote: bool = False,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
+        self._client = client
+        self._embedder = embedder
+        self.prefix = prefix
+        self.location = location
+        self.remote = remote
+        self._on_close = on_close
+        self._closed = False
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
+        with translate_errors(location, "open its collections", remote=remote):
+            existing = {c.name for c in client.list_collections()}
+            leftovers = sorted(n for n in existing if n.endswith(_OLD) and n[: -len(_OLD)] in collection_names(prefix))
+            if leftovers:
+                raise MemoryStoreError(
+                    f"an interrupted `mneme reindex` left {', '.join(leftovers)} in {location}: "
+                    "run `mneme reindex` again to finish it"
+                )
+            self._live = {
+                kind: _open_collection(client, f"{prefix}_{suffix}", embedder.info, allow_embedder_mismatch)
+                for kind, suffix in KIND_COLLECTIONS.items()
+            }
+            self._archive = _open_collection(
+                client, f"{prefix}_{ARCHIVE_COLLECTION}", embedder.info, allow_embedder_mismatch
+            )
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder this store was opened with."""
+        return self._embedder
+
+    @property
+    def _all(self) -> list[Collection]:
+        return [*self._live.values(), self._archive]
+
+    @_guarded("add records")
+    def add(self, records: Sequence[MemoryRecord]) -> None:
+        """Insert or replace (by id) records; an id owned by another tenant is refused before any write."""
+        records = check_records(records)
+        if not records:
+            return
+        vectors = embeddings_for(records, self._embedder)
+        owner = {r.id: r.user_id for r in records}
+        target = {r.id: self._archive if r.archived else self._live[Kind(r.kind)] for r in records}
+        stale: list[tuple[Collection, list[str]]] = []
+        for col in self._all:
+            found = _Hits.of(col.get(ids=list(owner), include=["metadatas"]))
+            for rid, meta in zip(found.ids, found.metas, strict=True):
+                if meta.get("user_id") != owner[rid]:
+                    raise InvalidInputError(f"record id {rid!r} is already used by another tenant")
+            # a record moving between live and archive (or kinds) by this write leaves no copy behind
+            moved = [rid for rid in found.ids if target[rid] is not col]
+            if moved:
+                stale.append((col, moved))
+        name = self._embedder.info.name
+        for col in self._all:
+            rows = [i for i, r in enumerate(records) if target[r.id] is col]
+            for start in range(0, len(rows), WRITE_BATCH):
+                chunk = rows[start : start + WRITE_BATCH]
+                col.upsert(
+                    ids=[records[i].id for i in chunk],
+                    embeddings=[vectors[i] for i in chunk],  # type: ignore[arg-type]
+                    documents=[records[i].text for i in chunk],
+                    metadatas=[to_metadata(records[i], name) for i in chunk],  # type: ignore[misc]
+                )
+        for col, ids in stale:
+            col.delete(ids=ids)
+
+    @_guarded("search")
+    def search(
+        self,
+        user_id: str,
+        embedding: Sequence[float],
+        *,
+        kinds: Sequence[Kind] = MEMORY_KINDS,
+        k: int = 10,
+        where: Where | None = None,
+        include_shared: bool = False,
+        archived: bool = False,
+    ) -> list[ScoredRecord]:
+        """Nearest records of ``user_id`` (and shared documents if asked), best first, merged across kinds."""
+        user_id = validate_tenant(user_id, allow_shared=True)
+        wanted = _kinds(kinds)
+        query = [float(x) for x in embedding]
+        if len(query) != self._embedder.info.dimension:
+            raise InvalidInputError(f"query embedding must be {self._embedder.info.dimension}-d")
+        if k <= 0 or not wanted:
+            return []
+        targets: list[tuple[Collection, dict[str, Any] | None]] = []
+        if archived:
+            kind_filter = {"kind": {"$in": [kind.value for kind in wanted]}}
+            targets.append((self._archive, _scope(user_id, where, kind_filter)))
+        else:
+            targets += [(self._live[kind], _scope(user_id, where)) for kind in wanted]
+            if include_shared and Kind.DOCUMENT in wanted and user_id != SHARED_TENANT:
+                targets.append((self._live[Kind.DOCUMENT], _scope(SHARED_TENANT, where)))
+        def query_one(target: tuple[Collection, dict[str, Any] | None]) -> Any:
+            col, flt = target
+            return col.query(
+                query_embeddings=[query],  # type: ignore[arg-type]
+                n_results=k,
+                where=flt,
+                include=["documents", "metadatas", "distances"],  # type: ignore[list-item]
+            )
+
+        # one query per kind; run them side by side (Chroma's bindings and HTTP calls release the GIL)
+        results = list(self._pool().map(query_one, targets)) if len(targets) > 1 else [query_one(targets[0])]
+        scored: list[ScoredRecord] = []
+        for res in results:
+            docs, metas, dists = res["documents"], res["metadatas"], res["distances"]
+            assert docs is not None and metas is not None and dists is not None
+            for rid, text, meta, dist in zip(res["ids"][0], docs[0], metas[0], dists[0], strict=True):
+                record = from_metadata(rid, text, meta, archived=archived)
+                scored.append(ScoredRecord(record, 1.0 - float(dist)))
+        scored.sort(key=lambda s: (-s.score, s.record.id))
+        return scored[:k]
+
+    @_guarded("get records")
+    def get(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        """Records of ``user_id`` with these ids (live or archived); foreign or missing ids are absent."""
+        user_id = validate_tenant(user_id, allow_shared=True)
+        wanted = list(dict.fromkeys(check_ids(ids)))
+        if not wanted:
+            return []
+        found: dict[str, MemoryRecord] = {}
+        for col in self._all:
+            hits = _Hits.of(col.get(ids=wanted, where=_scope(user_id, None), include=["documents", "metadatas"]))
+            for rid, text, meta in zip(hits.ids, hits.texts, hits.metas, strict=True):
+                found[rid] = from_metadata(rid, text, meta, archived=col is self._archive)
+        return [found[rid] for rid in wanted if rid in found]
+
+    @_guarded("get a record by key")
+    def get_by_key(self, user_id: str, kind: Kind, key: str) -> MemoryRecord | None:
+        """The current (live, newest) record of ``kind`` stored under ``key``."""
+        found = list(self.scan(user_id, kinds=[kind], where={"key": key}))
+        return max(found, key=lambda r: r.created_at) if found else None
+
+    @_guarded("update metadata")
+    def update_metadata(self, user_id: str, updates: Mapping[str, Mapping[str, Any]]) -> None:
+        """Change metadata fields of records of ``user_id``; foreign or missing ids are ignored."""
+        user_id = validate_tenant(user_id, allow_shared=True)
+        changes = {rid: metadata_changes(fields) for rid, fields in updates.items()}
+        ids = check_ids(list(changes))
+        if not ids:
+            return
+        for col in self._all:
+            hits = _Hits.of(col.get(ids=ids, where=_scope(user_id, None), include=[]))
+            if hits.ids:
+                # Chroma merges an update into the stored metadata; a None value removes the field
+                col.update(ids=hits.ids, metadatas=[changes[rid] for rid in hits.ids])  # type: ignore[misc]
+
+    @_guarded("delete records")
+    def delete(
+        self,
+        user_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        kinds: Sequence[Kind] | None = None,
+        where: Where | None = None,
+        archived: bool | None = None,
+    ) -> int:
+        """Delete records of ``user_id`` by ids and/or filter (all of them if neither); return the count."""
+        user_id = validate_tenant(user_id, allow_shared=True)
+        wanted_ids = None if ids is None else list(dict.fromkeys(check_ids(ids)))
+        if wanted_ids == []:
+            return 0
+        total = 0
+        for col, flt in self._targets(user_id, kinds, where, archived):
+            hits = _Hits.of(col.get(ids=wanted_ids, where=flt, include=[]))
+            for start in range(0, len(hits.ids), WRITE_BATCH):
+                col.delete(ids=hits.ids[start : start + WRITE_BATCH])
+            total += len(hits.ids)
+        return total
+
+    def scan(
+        self,
+        user_id: str,
+        *,
+        kinds: Sequence[Kind] | None = None,
+        where: Where | None = None,
+        archived: bool | None = False,
+        batch_size: int = 500,
+    ) -> Iterator[MemoryRecord]:
+        """Every record of ``user_id`` matching the filter, fetched ``batch_size`` rows at a time.
+
+        Pages by offset: collect the ids first if you mean to delete or archive while iterating.
+        """
+        with translate_errors(self.location, "scan records", remote=self.remote):
+            user_id = validate_tenant(user_id, allow_shared=True)
+            targets = self._targets(user_id, kinds, where, archived)
+        for col, flt in targets:
+            offset = 0
+            while True:
+                with translate_errors(self.location, "scan records", remote=self.remote):
+                    hits = _Hits.of(col.get(where=flt, limit=batch_size, offset=offset,
+                                            include=["documents", "metadatas"]))
+                for rid, text, meta in zip(hits.ids, hits.texts, hits.metas, strict=True):
+                    yield from_metadata(rid, text, meta, archived=col is self._archive)
+                if len(hits.ids) < batch_size:
+                    break
+                offset += batch_size
+
+    @_guarded("count records")
+    def count(self, user_id: str, *, kinds: Sequence[Kind] | None = None, archived: bool | None = False) -> int:
+        """How many records ``user_id`` has (of these kinds)."""
+        user_id = validate_tenant(user_id, allow_shared=True)
+        return sum(len(col.get(where=flt, include=[])["ids"])
+                   for col, flt in self._targets(user_id, kinds, None, archived))
+
+    @_guarded("list tenants")
+    def tenants(self) -> list[str]:
+        """Every user with at least one record, live or archived (``~shared`` excluded)."""
+        users: set[str] = set()
+        for col in self._all:
+            offset = 0
+            while True:
+                metas = col.get(limit=5000, offset=offset, include=["metadatas"])["metadatas"] or []
+                users.update(str(m["user_id"]) for m in metas if m and "user_id" in m)
+                if len(metas) < 5000:
+                    break
+                offset += 5000
+        return sorted(users - {SHARED_TENANT})
+
+    @_guarded("archive records")
+    def archive(self, user_id: str, ids: Sequence[str]) -> int:
+        """Move live records to the archive collection (written there before removal here)."""
+        user_id = validate_tenant(user_id, allow_shared=True)
+        wanted = list(dict.fromkeys(check_ids(ids)))
+        moved = 0
+        for col in self._live.values():
+            if wanted:
+                moved += _move(col.get(ids=wanted, where=_scope(user_id, None),
+                                       include=["documents", "metadatas", "embeddings"]),
+                               source=col, target=lambda meta: self._archive)
+        return moved
+
+    @_guarded("restore records")
+    def restore(self, user_id: str, ids: Sequence[str]) -> int:
+        """Move archived records back to their kind's collection."""
+        user_id = validate_tenant(user_id, allow_shared=True)
+        wanted = list(dict.fromkeys(check_ids(ids)))
+        if not wanted:
+            return 0
+        got = self._archive.get(ids=wanted, where=_scope(user_id, None),
+                                include=["documents", "metadatas", "embeddings"])
+        return _move(got, source=self._archive, target=lambda meta: self._live[Kind(meta["kind"])])
+
+    def close(self) -> None:
+        """Release the client (and, for the last embedded user of a data directory, its lock)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+        if self._on_close is not None:
+            self._on_close()
+
+    def __enter__(self) -> ChromaStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=len(KIND_COLLECTIONS) + 1,
+                                                    thread_name_prefix="mneme-chroma")
+            return self._executor
+
+    def _targets(
+        self, user_id: str, kinds: Sequence[Kind] | None, where: Where | None, archived: bool | None
+    ) -> list[tuple[Collection, dict[str, Any] | None]]:
+        """The collections (with their scoped filters) holding ``kinds`` in the live/archive state asked."""
+        wanted = _kinds(kinds) if kinds is not None else list(Kind)
+        out: list[tuple[Collection, dict[str, Any] | None]] = []
+        if archived is not True:
+            out += [(self._live[kind], _scope(user_id, where)) for kind in wanted]
+        if archived is not False and wanted:
+            extra = None if kinds is None else {"kind": {"$in": [kind.value for kind in wanted]}}
+            out.append((self._archive, _scope(user_id, where, extra)))
+        return out
+
+
+def _scope(user_id: str, where: Where | None, extra: Where | None = None) -> dict[str, Any] | None:
+    return storage_where(scoped_where(user_id, where, extra=extra))
+
+
+def _kinds(kinds: Sequence[Kind]) -> list[Kind]:
+    try:
+        return list(dict.fromkeys(Kind(k) for k in kinds))
+    except ValueError as exc:
+        raise InvalidInputError(f"unknown kind: {exc}") from exc
+
+
+def _move(result: Mapping[str, Any], *, source: Collection, target: Callable[[dict[str, Any]], Collection]) -> int:
+    """Copy rows to their target collection, then delete them from ``source`` (never the other order)."""
+    hits = _Hits.of(result)
+    if not hits.ids:
+        return 0
+    assert hits.vectors is not None
+    groups: dict[str, tuple[Collection, list[int]]] = {}
+    for i, meta in enumerate(hits.metas):
+        col = target(meta)
+        groups.setdefault(col.name, (col, []))[1].append(i)
+    for col, rows in groups.values():
+        col.upsert(
+            ids=[hits.ids[i] for i in rows],
+            embeddings=[list(hits.vectors[i]) for i in rows],  # type: ignore[arg-type]
+            documents=[hits.texts[i] or "" for i in rows],
+            metadatas=[hits.metas[i] for i in rows],
+        )
+    source.delete(ids=hits.ids)
+    return len(hits.ids)
+
+
+def _open_collection(client: ClientAPI, name: str, info: EmbedderInfo, allow_mismatch: bool) -> Collection:
+    """Get or create ``name``; refuse one built with another embedder unless told to allow it."""
+    identity = {"embedder": info.name, "dimension": info.dimension}
+    try:
+        col = client.get_collection(name, embedding_function=None)  # type: ignore[arg-type]
+    except NotFoundError:
+        try:
+            return client.create_collection(
+                name, configuration=HNSW_CONFIGURATION, metadata=identity,  # type: ignore[arg-type]
+                embedding_function=None,  # type: ignore[arg-type]
+            )
+        except ChromaError:  # another process created it first
+            col = client.get_collection(name, embedding_function=None)  # type: ignore[arg-type]
+    meta = dict(col.metadata or {})
+    recorded = (meta.get("embedder"), meta.get("dimension"))
+    if recorded == (info.name, info.dimension) or allow_mismatch:
+        return col
+    if recorded[0] is None and col.count() == 0:
+        col.modify(metadata=identity)
+        return col
+    old = f"{recorded[0] or 'an unknown model'} ({recorded[1] or '?'}-d)"
+    raise EmbedderMismatchError(
+        f"collection {name} was built with embedder {old}, but Mneme is configured with "
+        f"{info.name} ({info.dimension}-d). Run `mneme reindex` to re-embed the store with {info.name}, "
+        f"or set MNEME_EMBEDDINGS back to {recorded[0]}"
+    )
+
+
+# --- opening: embedded (locked, shared per process) or HTTP ---------------------------------------
+
+
+def chroma_settings() -> ChromaSettings:
+    """Client settings: no telemetry (this machine has no business phoning home), resets refused."""
+    return ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+
+
+@dataclass
+class _Embedded:
+    client: ClientAPI
+    lock_file: IO[str]
+    users: int = 0
+
+
+_embedded: dict[Path, _Embedded] = {}
+_embedded_lock = threading.Lock()
+
+
+def _acquire_embedded(data_dir: Path) -> tuple[ClientAPI, Callable[[], None]]:
+    """The process's client for ``data_dir`` (locked against other processes) and its release."""
+    root = Path(data_dir).expanduser().resolve()
+    with _embedded_lock:
+        handle = _embedded.get(root)
+        if handle is None:
+            handle = _open_embedded(root)
+            _embedded[root] = handle
+        handle.users += 1
+
+    def release() -> None:
+        with _embedded_lock:
+            handle.users -= 1
+            if handle.users == 0:
+                _embedded.pop(root, None)
+                try:
+                    handle.client.close()  # type: ignore[attr-defined]
+                finally:
+                    fcntl.flock(handle.lock_file, fcntl.LOCK_UN)
+                    handle.lock_file.close()
+
+    return handle.client, release
+
+
+def _open_embedded(root: Path) -> _Embedded:
+    location = f"embedded Chroma in {root}"
+    with translate_errors(location, "open the data directory", remote=False):
+        root.mkdir(parents=True, exist_ok=True)
+        lock_path = root / "chroma.lock"
+        lock_file = open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release()
+        try:
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock_file.seek(0)
+            holder = lock_file.read().strip() or "?"
+            lock_file.close()
+            raise StoreLockedError(
+                f"another process (pid {holder}) is using the embedded store in {root} ({lock_path}). "
+                f"Embedded Chroma is single-process: run a server (`chroma run --path {root / 'chroma'} "
+                "--port 8000`) and set MNEME_CHROMA_URL=http://127.0.0.1:8000 in every process"
+            ) from None
+        try:
+            lock_file.truncate(0)
+            lock_file.write(str(os.getpid()))
+            lock_file.flush()
+            client = chromadb.PersistentClient(path=str(root / "chroma"), settings=chroma_settings())
+        except BaseException:
+            fcntl.flock(lock_file, fcntl.LOCK_UN)
+            lock_file.close()
+            raise
+    return _Embedded(client=client, lock_file=lock_file)
+
+
+def _http_client(url: str) -> ClientAPI:
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigurationError(f"a Chroma URL must look like http://host:port, got {url!r}")
+    port = parsed.port or (443 if parsed.scheme == "https" else 8000)
+    with translate_errors(url, "connect", remote=True):
+        return chromadb.HttpClient(
+            host=parsed.hostname, port=port, ssl=parsed.scheme == "https", settings=chroma_settings()
+        )
+
+
+@contextmanager
+def chroma_client(*, data_dir: Path | str | None = None, url: str | None = None) -> Iterator[tuple[ClientAPI, str]]:
+    """A client for a data directory (embedded, locked) or a server URL, with its location for messages."""
+    if (data_dir is None) == (url is None):
+        raise ConfigurationError("give exactly one of a data directory (embedded Chroma) or a Chroma URL")
+    if url is not None:
+        client = _http_client(url)
+        try:
+            yield client, url
+        finally:
+            _close_quietly(client)
+        return
+    assert data_dir is not None
+    client, release = _acquire_embedded(Path(data_dir))
+    try:
+        yield client, f"embedded Chroma in {Path(data_dir).expanduser().resolve()}"
+    finally:
+        release()
+
+
+def open_chroma_store(
+    *,
+    data_dir: Path | str | None = None,
+    url: str | None = None,
+    embedder: Embedder,
+    prefix: str = "mneme",
+    allow_embedder_mismatch: bool = False,
+) -> ChromaStore:
+    """Open the store at ``data_dir`` (embedded, under ``data_dir/chroma``) or on the server at ``url``."""
+    if (data_dir is None) == (url is None):
+        raise ConfigurationError("give exactly one of a data directory (embedded Chroma) or a Chroma URL")
+    if url is not None:
+        client = _http_client(url)
+        try:
+            return ChromaStore(client, embedder, prefix=prefix, allow_embedder_mismatch=allow_embedder_mismatch,
+                               location=url, remote=True, on_close=lambda: _close_quietly(client))
+        except BaseException:
+            _close_quietly(client)
+            raise
+    assert data_dir is not None
+    client, release = _acquire_embedded(Path(data_dir))
+    try:
+        return ChromaStore(client, embedder, prefix=prefix, allow_embedder_mismatch=allow_embedder_mismatch,
+                           location=f"embedded Chroma in {Path(data_dir).expanduser().resolve()}",
+                           on_close=release)
+    except BaseException:
+        release()
+        raise
+
+
+def _close_quietly(client: ClientAPI) -> None:
+    with contextlib.suppress(Exception):  # closing a dead connection must not mask the real error
+        client.close()  # type: ignore[attr-defined]
+
+
+# --- re-embedding ---------------------------------------------------------------------------------
+
+
+def reindex_store(
+    client: ClientAPI,
+    embedder: Embedder,
+    *,
+    prefix: str = "mneme",
+    location: str = "Chroma",
+    force: bool = False,
+    batch_size: int = 256,
+    progress: Callable[[str, int], None] | None = None,
+) -> dict[str, int]:
+    """Re-embed every record of every collection with ``embedder``; return rows copied per collection.
+
+    Each collection is copied, re-embedded, into ``NAME__reindex``; only when that copy is complete is
+    ``NAME`` renamed to ``NAME__old``, the copy renamed to ``NAME`` and the old one deleted. A crash at
+    any point leaves the old data intact, and the next run finishes or redoes the swap. Collections
+    already built with ``embedder`` are skipped unless ``force``. Stop writers (the app) while it runs.
+    """
+    with translate_errors(location, "re-embed the store", remote=location.startswith("http")):
+        done: dict[str, int] = {}
+        for name in collection_names(prefix):
+            _recover_swap(client, name)
+            old = _maybe_get(client, name)
+            if old is None:
+                continue
+            meta = dict(old.metadata or {})
+            if not force and (meta.get("embedder"), meta.get("dimension")) == (
+                embedder.info.name, embedder.info.dimension
+            ):
+                continue
+            if _maybe_get(client, name + _NEW) is not None:
+                client.delete_collection(name + _NEW)  # a partial copy from an earlier crash
+            new = client.create_collection(
+                name + _NEW, configuration=HNSW_CONFIGURATION,  # type: ignore[arg-type]
+                metadata={"embedder": embedder.info.name, "dimension": embedder.info.dimension},
+                embedding_function=None,  # type: ignore[arg-type]
+            )
+            done[name] = _copy_embedded(old, new, embedder, batch_size, progress)
+            old.modify(name=name + _OLD)
+            new.modify(name=name)
+            client.delete_collection(name + _OLD)
+        return done
+
+
+def _copy_embedded(
+    old: Collection, new: Collection, embedder: Embedder, batch_size: int,
+    progress: Callable[[str, int], None] | None,
+) -> int:
+    offset = 0
+    while True:
+        hits = _Hits.of(old.get(limit=batch_size, offset=offset, include=["documents", "metadatas"]))
+        if hits.ids:
+            texts = [t or "" for t in hits.texts]
+            metas = [{**m, "embedder": embedder.info.name} for m in hits.metas]
+            new.add(ids=hits.ids, embeddings=embedder.embed(texts), documents=texts,  # type: ignore[arg-type]
+                    metadatas=metas)  # type: ignore[arg-type]
+        offset += len(hits.ids)
+        if progress is not None:
+            progress(old.name, offset)
+        if len(hits.ids) < batch_size:
+            return offset
+
+
+def _recover_swap(client: ClientAPI, name: str) -> None:
+    """Finish a swap a crash interrupted: the copy is complete once the old collection was renamed."""
+    old = _maybe_get(client, name + _OLD)
+    if old is None:
+        return
+    current = _maybe_get(client, name)
+    if current is None:
+        copy = _maybe_get(client, name + _NEW)
+        (copy or old).modify(name=name)
+        if copy is None:
+            return
+    client.delete_collection(name + _OLD)
+
+
+def _maybe_get(client: ClientAPI, name: str) -> Collection | None:
+    try:
+        return client.get_collection(name, embedding_function=None)  # type: ignore[arg-type]
+    except NotFoundError:
+        return None

@@ -1,0 +1,170 @@
+"""Emotion: a cheap lexicon detector that tells negative exchanges (stored as summaries) from the rest.
+
+Each cue has a weight (about 1.0 for a plain statement of distress, less for mild or ambiguous words).
+A cue right after a negator (不/没/没有/别/未 within three characters of the same clause; "not", "n't",
+"never", "no" within three words) is negated: a negated negative cue counts for nothing ("我不难过"),
+a negated positive cue counts as a mild negative ("不开心", "not happy"). An intensifier just before a
+cue (很/非常/特别/太/超/好/真; very/so/really/extremely) multiplies it by 1.5.
+
+The label is ``negative`` when the negative total reaches ``NEGATIVE_THRESHOLD`` (0.6) and exceeds the
+positive total; ``positive`` likewise; else ``neutral``. So one plain distress word ("I'm sad", "我好焦虑")
+is enough, while "我讨厌香菜" (0.3, a dislike, not distress) is not. ``score`` is the label's intensity,
+``1 - exp(-total)``, in [0, 1) (0 for neutral).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+Label = Literal["negative", "positive", "neutral"]
+
+NEGATIVE_THRESHOLD = 0.6
+POSITIVE_THRESHOLD = 0.6
+_INTENSIFY = 1.5
+_NEGATED_POSITIVE = 0.7  # "不开心" is negative, a little weaker than "难过"
+
+
+@dataclass(frozen=True)
+class Emotion:
+    """The detected emotional tone of a text, its intensity and the cues that decided it."""
+
+    label: Label
+    score: float
+    cues: list[str] = field(default_factory=list)
+
+    @property
+    def is_negative(self) -> bool:
+        """True for a negative tone (the exchange is stored as a summary)."""
+        return self.label == "negative"
+
+
+NEUTRAL = Emotion("neutral", 0.0, [])
+
+# fmt: off
+# (pattern, weight). Chinese patterns match substrings; a few need guards against common compounds.
+_ZH_NEGATIVE: list[tuple[str, float]] = [
+    (r"难过", 1.0), (r"伤心", 1.0), (r"悲伤", 1.0), (r"痛苦", 1.0), (r"焦虑", 1.0), (r"抑郁", 1.2),
+    (r"崩溃", 1.2), (r"绝望", 1.2), (r"想哭", 1.0), (r"哭了", 0.9), (r"大哭", 1.0), (r"失眠", 0.8),
+    (r"害怕", 0.9), (r"恐惧", 0.9), (r"恐慌", 1.0), (r"孤独", 0.9), (r"寂寞", 0.8), (r"失恋", 1.0),
+    (r"被裁", 1.0), (r"裁员", 0.8), (r"失业", 1.0), (r"分手", 0.9), (r"离婚", 0.9), (r"去世", 1.0),
+    (r"过世", 1.0), (r"生气", 0.8), (r"愤怒", 1.0), (r"气死", 0.9), (r"心烦", 0.8), (r"烦躁", 0.8),
+    (r"(?<![麻厌])烦(?![躁])", 0.6), (r"郁闷", 0.8), (r"沮丧", 1.0), (r"难受", 0.9), (r"心累", 0.9),
+    (r"委屈", 0.8), (r"担心", 0.6), (r"紧张", 0.6), (r"不安", 0.7), (r"后悔", 0.6),
+    (r"压力(?:有点|有些|很|特别|非常|太|好|挺|比较|越来越|山|超级?)?大", 0.9), (r"压力山大", 0.9),
+    (r"撑不下去", 1.2), (r"不想活", 1.5), (r"想死", 1.5), (r"自杀", 1.5), (r"活着没意思", 1.5),
+    (r"讨厌", 0.3), (r"糟糕", 0.5), (r"累死", 0.6), (r"吵架", 0.7), (r"被骂", 0.7), (r"生病", 0.5),
+]
+_ZH_POSITIVE: list[tuple[str, float]] = [
+    (r"开心", 0.9), (r"高兴", 0.9), (r"快乐", 0.9), (r"幸福", 1.0), (r"兴奋", 0.8), (r"激动", 0.6),
+    (r"满意", 0.6), (r"感激", 0.7), (r"太好了", 0.9), (r"棒", 0.5), (r"顺利", 0.5), (r"放松", 0.5),
+    (r"喜欢", 0.3), (r"爱", 0.3), (r"升职", 0.7), (r"期待", 0.5),
+]
+_EN_NEGATIVE: list[tuple[str, float]] = [
+    (r"sad(?:ness)?", 0.9), (r"depress(?:ed|ion|ing)", 1.2), (r"anxi(?:ous|ety)", 1.0),
+    (r"stress(?:ed|ful)?", 0.8), (r"angry|anger", 0.8), (r"furious", 1.0), (r"lonel(?:y|iness)", 0.9),
+    (r"upset", 0.8), (r"hate", 0.3), (r"terrible", 0.5), (r"awful", 0.5), (r"miserable", 1.0),
+    (r"scared|afraid|frightened", 0.9), (r"cry(?:ing)?|cried", 0.9), (r"grie(?:f|ving)", 1.0),
+    (r"panic(?:king|ked)?", 1.0), (r"heartbroken", 1.0), (r"hopeless", 1.2), (r"overwhelmed", 0.9),
+    (r"exhausted", 0.7), (r"worr(?:ied|y|ying)", 0.6), (r"frustrat(?:ed|ing)", 0.7), (r"devastated", 1.2),
+    (r"suicidal", 1.5), (r"want to die", 1.5), (r"kill myself", 1.5), (r"insomnia", 0.8),
+    (r"can'?t sleep", 0.8), (r"broke up", 0.9), (r"laid off", 1.0), (r"got fired", 1.0),
+    (r"lost my job", 1.0), (r"passed away", 1.0), (r"hurt(?:s|ing)?", 0.5), (r"unhappy", 0.9),
+    (r"nervous", 0.6), (r"burn(?:ed|t)? out|burnout", 0.9), (r"fear", 0.7),
+]
+_EN_POSITIVE: list[tuple[str, float]] = [
+    (r"happy", 0.9), (r"glad", 0.7), (r"excited", 0.8), (r"great", 0.5), (r"wonderful", 0.8),
+    (r"awesome", 0.7), (r"relieved", 0.7), (r"proud", 0.7), (r"grateful", 0.7), (r"thrilled", 0.9),
+    (r"love", 0.3), (r"enjoy(?:ed|ing)?", 0.3), (r"like", 0.2), (r"promoted", 0.7), (r"fantastic", 0.8),
+]
+# fmt: on
+
+_ZH_NEGATORS = re.compile(r"[不没别未无莫]")
+_ZH_INTENSIFIERS = re.compile(r"(?:很|非常|特别|太|超|好|真|十分|极其|越来越|特|挺)$")
+_EN_NEGATORS = frozenset({"not", "no", "never", "without", "hardly", "nothing", "nor", "cannot"})
+_EN_INTENSIFIERS = frozenset({"very", "so", "really", "extremely", "super", "too", "incredibly", "totally"})
+_CLAUSE_BREAK = re.compile(r"[，。！？；,.!?;\n]")
+_EN_WORD = re.compile(r"[a-z']+")
+
+
+def _compile(
+    entries: list[tuple[str, float]], english: bool
+) -> tuple[re.Pattern[str], list[tuple[re.Pattern[str], float]]]:
+    """One non-capturing alternation per table, so the text is scanned once with a first-character
+    prefilter (capturing groups would disable it); each hit is then weighed by the cue it fullmatches."""
+    entries = [(p, w) for p, w in entries if w > 0]
+    body = "|".join(f"(?:{p})" for p, _ in entries)
+    scanner = re.compile(rf"(?<![a-z'])(?:{body})(?![a-z])" if english else body)
+    return scanner, [(re.compile(p), w) for p, w in entries]
+
+
+_TABLES = [
+    (*_compile(_ZH_NEGATIVE, False), False, "negative"),
+    (*_compile(_ZH_POSITIVE, False), False, "positive"),
+    (*_compile(_EN_NEGATIVE, True), True, "negative"),
+    (*_compile(_EN_POSITIVE, True), True, "positive"),
+]
+_HAS_LATIN = re.compile(r"[a-z]")
+_HAS_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@functools.lru_cache(maxsize=4096)
+def _weight(table: int, hit: str) -> float:
+    """The weight of the first cue of ``_TABLES[table]`` that ``hit`` fullmatches (cached: hits repeat)."""
+    return next((w for rx, w in _TABLES[table][1] if rx.fullmatch(hit)), 0.0)
+
+
+def _before(text: str, start: int, width: int) -> str:
+    """The text just before ``start``, cut at the last clause break."""
+    window = text[max(0, start - width) : start]
+    parts = _CLAUSE_BREAK.split(window)
+    return parts[-1]
+
+
+def _modifiers(text: str, start: int, english: bool) -> tuple[bool, bool]:
+    """(negated, intensified) for a cue starting at ``start``."""
+    if english:
+        words = _EN_WORD.findall(_before(text, start, 40))[-3:]
+        negated = any(w in _EN_NEGATORS or w.endswith("n't") for w in words)
+        intensified = bool(words) and words[-1] in _EN_INTENSIFIERS
+        return negated, intensified
+    window = _before(text, start, 3)
+    return bool(_ZH_NEGATORS.search(window)), bool(_ZH_INTENSIFIERS.search(_before(text, start, 4)))
+
+
+def detect_emotion(text: str) -> Emotion:
+    """Detect whether ``text`` is negative, positive or neutral, with its intensity and cues."""
+    if not text or not text.strip():
+        return NEUTRAL
+    lowered = text.casefold()
+    totals = {"negative": 0.0, "positive": 0.0}
+    cues: dict[str, list[str]] = {"negative": [], "positive": []}
+    taken = bytearray(len(lowered))  # one cue per character: "压力很大" is not also "很大"
+    has = {True: _HAS_LATIN.search(lowered) is not None, False: _HAS_CJK.search(lowered) is not None}
+    for table, (rx, _, english, polarity) in enumerate(_TABLES):
+        if not has[english]:
+            continue
+        for m in rx.finditer(lowered):
+            if 1 in taken[m.start() : m.end()]:
+                continue
+            taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
+            negated, intensified = _modifiers(lowered, m.start(), english)
+            w = _weight(table, m.group()) * (_INTENSIFY if intensified else 1.0)
+            cue = text[m.start() : m.end()]
+            if negated and polarity == "negative":
+                continue
+            if negated:
+                totals["negative"] += w * _NEGATED_POSITIVE
+                cues["negative"].append(("not " if english else "不") + cue)
+                continue
+            totals[polarity] += w
+            cues[polarity].append(cue)
+    neg, pos = totals["negative"], totals["positive"]
+    if neg >= NEGATIVE_THRESHOLD and neg > pos:
+        return Emotion("negative", round(1 - math.exp(-neg), 4), cues["negative"])
+    if pos >= POSITIVE_THRESHOLD and pos > neg:
+        return Emotion("positive", round(1 - math.exp(-pos), 4), cues["positive"])
+    return Emotion("neutral", 0.0, cues["negative"] + cues["positive"])

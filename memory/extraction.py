@@ -1,0 +1,680 @@
+"""Extraction: facts and preferences a user states about themselves, by patterns or by a model.
+
+Every item is an ``Extracted(kind, key, value, text, polarity)``. ``key`` is the slot a store upserts
+by, so a new value replaces the old one and keeps it in the record's history:
+
+    facts        name, age, birthday, home_city, hometown, workplace, work_city, job
+    preferences  pref:<topic>        likes AND dislikes of one topic share a slot; ``polarity`` says
+                                     which ("I like jazz" -> pref:jazz likes; "I don't like jazz
+                                     anymore" -> pref:jazz dislikes, replacing it)
+                 favorite:<category> "my favourite <category> is <value>" (polarity likes)
+
+Topics are case-folded, with articles, "anymore"/"了" and leading verbs (听/看/吃/玩, listening to,
+playing ...) removed, so "我喜欢听爵士乐" and "我不喜欢爵士乐了" share ``pref:爵士乐``.
+``text`` is a standalone sentence in the language of the pattern that matched: "用户住在北京",
+"The user lives in Beijing".
+
+``extract_patterns`` is fast and offline (Chinese and English regexes). ``extract_with_model`` asks a
+chat model through ``with_structured_output``; bad output is retried once, then ``ModelOutputError``
+is raised so the caller can fall back to patterns. ``invoke_structured`` / ``ainvoke_structured`` hold
+that retry rule for every structured call of the writing policy.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel, Field
+
+from mneme.errors import ModelOutputError
+from mneme.prompts.writing import (
+    FACT_EXTRACTION_SYSTEM,
+    RETRY_NOTE,
+    SLOT_GUIDE,
+    TURN_MEMORY_USER,
+)
+
+logger = logging.getLogger("mneme.memory.extraction")
+
+FactKind = Literal["fact", "preference"]
+Polarity = Literal["likes", "dislikes"]
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """One fact or preference about the user, keyed by the slot it fills."""
+
+    kind: FactKind
+    key: str
+    value: str
+    text: str
+    polarity: Polarity | None = None
+    """Preferences only: whether the user likes or dislikes the topic."""
+    source: Literal["pattern", "model"] = "pattern"
+    """Who found it: the regex patterns or the model."""
+
+
+# --- value cleaning ----------------------------------------------------------------------------------
+
+_ZH_BREAK = "，。！？；、,.!?;:：\n()（）"
+_ZH_VALUE = rf"[^{_ZH_BREAK}]"
+_EN_VALUE = r"[^,.;!?()\n]"
+_ZH_PARTICLES = "了啦呢呀啊吧哦哈嘛的"
+_QUESTION_RE = re.compile(r"什么|哪|谁|几|多少|吗|怎么|(?<![a-z])(?:what|where|who|which|how)(?![a-z])", re.I)
+_PRONOUN_ZH = re.compile(r"^(?:你|您|他|她|它|人|上你|自己)")
+_PRONOUN_EN = re.compile(r"^(?:it|this|that|them|you|him|her|these|those|myself|to do it)$", re.I)
+_ZH_PLACE_STOP = re.compile(
+    r"已经|好几|[0-9一二三四五六七八九十两几半]+(?:年|个?月|天|周)|工作|上班|读书|上学|了|啦|呢|呀|啊|吧|和|跟|与"
+    r"|的时候|以后|之后|现在|目前|那边|这边|附近|住|去年|今年|明年|快|多年|很久|来着"
+)
+_ZH_NAME_STOP = re.compile(r"今年|住|在|是|来自|的|了|啦|呀|哦|吧|我|就|好了|，")
+_ZH_JOB_STOP = re.compile(r"在|于|已经|[0-9一二三四五六七八九十两几]+年|了|啦|呀|哦|吧|和|，|所以|因为")
+_ZH_PREF_STOP = re.compile(r"了|啦|呀|哦|吧|因为|但是|可是|不过|所以|而且|特别是|尤其")
+_EN_STOP = re.compile(
+    r"\s(?:now|since|for|with|and i|because|but|last|this|next|recently|anymore|any more|where|which|who"
+    r"|when|so|as well|too|these days|nowadays|a lot|very much|so much)(?![a-z])",
+    re.I,
+)
+
+
+def _cut(value: str, stop: re.Pattern[str] | None) -> str:
+    if stop is not None:
+        m = stop.search(value)
+        if m and m.start() > 0:
+            value = value[: m.start()]
+        elif m and m.start() == 0:
+            return ""
+    return value
+
+
+def _clean_zh(value: str, stop: re.Pattern[str] | None, max_len: int = 16) -> str:
+    value = _cut(value.strip(), stop).strip().rstrip(_ZH_PARTICLES).strip()
+    return value if 0 < len(value) <= max_len else ""
+
+
+def _clean_en(value: str, max_words: int = 5) -> str:
+    value = _cut(" " + value.strip(), _EN_STOP).strip()
+    words = value.split()
+    return " ".join(words) if 0 < len(words) <= max_words else ""
+
+
+def _my_to_their(value: str) -> str:
+    return re.sub(r"(?<![a-z])my(?![a-z])", "their", value, flags=re.I)
+
+
+_ZH_VERB_PREFIX = re.compile(r"^(?:听|看|吃|喝|玩|打|弹|读|去|做)(?=.)")
+_EN_VERB_PREFIX = re.compile(
+    r"^(?:to\s+)?(?:listening to|listen to|watching|watch|playing|play|eating|eat|drinking|drink|reading"
+    r"|read|going to|doing)\s+(?=\S)",
+    re.I,
+)
+_EN_ARTICLE = re.compile(r"^(?:the|a|an|some)\s+", re.I)
+
+
+def topic_key(topic: str) -> str:
+    """Normalise a preference topic into its slot name part (case, articles, verbs, "anymore" removed)."""
+    t = " ".join(topic.casefold().split())
+    t = re.sub(r"\s*(?:anymore|any more)$", "", t)
+    t = t.rstrip(_ZH_PARTICLES)
+    t = _EN_VERB_PREFIX.sub("", t)
+    t = re.sub(r"^to\s+(?=\S)", "", t)
+    t = _EN_ARTICLE.sub("", t)
+    t = _ZH_VERB_PREFIX.sub("", t)
+    return t.strip()
+
+
+# --- patterns ----------------------------------------------------------------------------------------
+
+Builder = Callable[[re.Match[str]], "Extracted | None"]
+
+# Places, so "我在北京工作" is a work city and "我是四川人" a hometown (not every 在…工作 is an employer).
+_CITY_NAMES = (
+    "北京|上海|天津|重庆|广州|深圳|杭州|南京|苏州|成都|武汉|西安|长沙|郑州|青岛|厦门|"
+    "宁波|大连|沈阳|济南|合肥|福州|昆明|哈尔滨|长春|石家庄|太原|南昌|南宁|贵阳|兰州|"
+    "海口|三亚|无锡|东莞|佛山|珠海|香港|澳门|台北|拉萨|乌鲁木齐|呼和浩特|银川|西宁|温州|"
+    "河北|山西|辽宁|吉林|黑龙江|江苏|浙江|安徽|福建|江西|山东|河南|湖北|湖南|广东|海南|"
+    "四川|贵州|云南|陕西|甘肃|青海|台湾|内蒙古|广西|西藏|宁夏|新疆"
+)
+_CN_CITIES = frozenset(_CITY_NAMES.split("|"))
+
+
+def _is_place_zh(value: str) -> bool:
+    return value in _CN_CITIES or value.endswith(("市", "省", "县", "区", "州")) and len(value) <= 6
+
+
+def _fact(key: str, value: str, text: str) -> Extracted | None:
+    if not value or _QUESTION_RE.search(value):
+        return None
+    return Extracted("fact", key, value, text)
+
+
+def _pref(topic: str, polarity: Polarity, text: str) -> Extracted | None:
+    if not topic or _QUESTION_RE.search(topic) or _PRONOUN_ZH.match(topic) or _PRONOUN_EN.match(topic):
+        return None
+    key = topic_key(topic)
+    if not key:
+        return None
+    return Extracted("preference", f"pref:{key}", topic, text, polarity)
+
+
+def _zh_name(m: re.Match[str]) -> Extracted | None:
+    raw = m["v"].strip()
+    if re.match(r"^[A-Za-z]", raw):
+        v = _clean_en(raw, max_words=3)
+    else:
+        v = _clean_zh(raw, _ZH_NAME_STOP, max_len=5)
+        if v.startswith(("了", "过", "外卖", "车")) or len(v) < 2 and not re.match(r"^[A-Za-z]", v):
+            return None
+    return _fact("name", v, f"用户的名字是{v}")
+
+
+def _zh_home(m: re.Match[str]) -> Extracted | None:
+    v = _clean_zh(m["v"], _ZH_PLACE_STOP)
+    return _fact("home_city", v, f"用户住在{v}")
+
+
+def _zh_hometown(m: re.Match[str]) -> Extracted | None:
+    v = _clean_zh(m["v"], _ZH_PLACE_STOP)
+    return _fact("hometown", v, f"用户来自{v}")
+
+
+def _zh_hometown_ren(m: re.Match[str]) -> Extracted | None:
+    v = m["v"]
+    return _fact("hometown", v, f"用户来自{v}") if _is_place_zh(v) else None
+
+
+def _zh_work(m: re.Match[str]) -> Extracted | None:
+    v = _clean_zh(m["v"], None, max_len=20)
+    if _is_place_zh(v):
+        return _fact("work_city", v, f"用户在{v}工作")
+    return _fact("workplace", v, f"用户在{v}工作")
+
+
+def _zh_job(m: re.Match[str]) -> Extracted | None:
+    v = _clean_zh(m["v"], _ZH_JOB_STOP, max_len=12)
+    return _fact("job", v, f"用户是一名{v}")
+
+
+_ZH_NUM = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+
+
+def _zh_number(s: str) -> int | None:
+    """Parse digits or a Chinese numeral below 200 ("三十五", "十八", "一百零二")."""
+    if s.isdigit():
+        return int(s)
+    total, current = 0, 0
+    for ch in s:
+        if ch in _ZH_NUM:
+            current = _ZH_NUM[ch]
+        elif ch == "十":
+            total += (current or 1) * 10
+            current = 0
+        elif ch == "百":
+            total += (current or 1) * 100
+            current = 0
+        else:
+            return None
+    return total + current
+
+
+def _age(m: re.Match[str], zh: bool) -> Extracted | None:
+    n = _zh_number(m["v"])
+    if n is None or not 1 <= n <= 120:
+        return None
+    return _fact("age", str(n), f"用户今年{n}岁" if zh else f"The user is {n} years old")
+
+
+def _zh_birthday(m: re.Match[str]) -> Extracted | None:
+    v = _clean_zh(m["v"], re.compile(r"出生|生日|了|啦|哦"), max_len=16)
+    return _fact("birthday", v, f"用户的生日是{v}")
+
+
+def _zh_like(m: re.Match[str]) -> Extracted | None:
+    v = _clean_zh(m["v"], _ZH_PREF_STOP, max_len=20)
+    if v.startswith(("的", "上了", "过")):
+        return None
+    return _pref(v, "likes", f"用户喜欢{v.replace('我的', '自己的')}")
+
+
+def _zh_dislike(m: re.Match[str]) -> Extracted | None:
+    v = _clean_zh(m["v"], _ZH_PREF_STOP, max_len=20)
+    if v.startswith("的"):
+        return None
+    return _pref(v, "dislikes", f"用户不喜欢{v.replace('我的', '自己的')}")
+
+
+def _zh_favorite(m: re.Match[str]) -> Extracted | None:
+    c = m["c"].strip()
+    v = _clean_zh(m["v"], _ZH_PREF_STOP, max_len=20)
+    if not c or not v or _QUESTION_RE.search(v + c):
+        return None
+    return Extracted("preference", f"favorite:{topic_key(c)}", v, f"用户最喜欢的{c}是{v}", "likes")
+
+
+def _en_name(m: re.Match[str]) -> Extracted | None:
+    v = m["v"].strip()
+    if v.casefold() in {"not", "a", "the", "just", "no", "actually", "is"}:
+        return None
+    return _fact("name", v, f"The user's name is {v}")
+
+
+def _en_home(m: re.Match[str]) -> Extracted | None:
+    v = _clean_en(m["v"])
+    return _fact("home_city", v, f"The user lives in {_my_to_their(v)}")
+
+
+def _en_hometown(m: re.Match[str]) -> Extracted | None:
+    v = _clean_en(m["v"])
+    return _fact("hometown", v, f"The user is from {v}")
+
+
+def _en_work(m: re.Match[str]) -> Extracted | None:
+    v = _clean_en(m["v"])
+    if v.casefold() in {"home", "night", "nights", "the moment"}:
+        return None
+    return _fact("workplace", v, f"The user works at {v}")
+
+
+_PROFESSION_RE = re.compile(
+    r"(?:er|or|ist|nurse|chef|cook|doctor|student|intern|freelancer|barista|nanny|vet|medic|clerk|pilot|"
+    r"physician|musician|technician|electrician|librarian|pharmacist|attorney|accountant|consultant|analyst|"
+    r"architect|dentist|surgeon|engineer|assistant|coach|agent|editor|professor|lecturer|scientist|"
+    r"psychologist|therapist|guard|mechanic|specialist|entrepreneur|founder|ceo|cto|pm|tutor)s?$",
+    re.I,
+)
+_NOT_PROFESSION = re.compile(
+    r"(?:mother|father|brother|sister|daughter|lover|beginner|user|member|believer|fan|night owl|"
+    r"early bird|smoker|drinker|eater|sleeper|worrier|introvert|extrovert|foreigner|newcomer|"
+    r"big fan|person|fast learner|slow learner|winner|loser)$",
+    re.I,
+)
+
+
+def _en_job(m: re.Match[str]) -> Extracted | None:
+    v = _clean_en(m["v"], max_words=4)
+    if not v or not _PROFESSION_RE.search(v) or _NOT_PROFESSION.search(v):
+        return None
+    article = "an" if v[:1].lower() in "aeiou" else "a"
+    return _fact("job", v, f"The user is {article} {v}")
+
+
+def _en_birthday(m: re.Match[str]) -> Extracted | None:
+    v = _clean_en(m["v"], max_words=4)
+    return _fact("birthday", v, f"The user's birthday is {v}")
+
+
+def _en_like(m: re.Match[str]) -> Extracted | None:
+    v = _clean_en(m["v"], max_words=6)
+    v = re.sub(r"\s+(?:anymore|any more)$", "", v)
+    return _pref(v, "likes", f"The user likes {_my_to_their(v)}")
+
+
+def _en_dislike(m: re.Match[str]) -> Extracted | None:
+    v = _clean_en(m["v"], max_words=6)
+    v = re.sub(r"\s+(?:anymore|any more)$", "", v)
+    return _pref(v, "dislikes", f"The user dislikes {_my_to_their(v)}")
+
+
+def _en_favorite(m: re.Match[str]) -> Extracted | None:
+    c = " ".join(m["c"].split())
+    v = _clean_en(m["v"], max_words=6)
+    if not c or not v or _QUESTION_RE.search(v + " " + c):
+        return None
+    return Extracted("preference", f"favorite:{topic_key(c)}", v, f"The user's favorite {c} is {v}", "likes")
+
+
+def _age_words(m: re.Match[str]) -> Extracted | None:
+    num = int(m["v"] or m["w"])
+    return _fact("age", str(num), f"The user is {num} years old") if 1 <= num <= 120 else None
+
+
+_ZH_ADV = r"(?:也|还|一直|真的|非常|特别|很|超|最|挺|比较|超级|其实|就|都|现在|已经|确实)*"
+_EN_ADV = r"(?:(?:really|also|absolutely|just|still|do|totally|truly|actually|genuinely|kind of|kinda)\s+)*"
+_EN_WHO = r"(?<![A-Za-z'])I"
+
+_ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
+    (re.compile(rf"我叫(?P<v>{_ZH_VALUE}{{1,20}})"), _zh_name),
+    (re.compile(rf"我的名字(?:是|叫)(?P<v>{_ZH_VALUE}{{1,20}})"), _zh_name),
+    (re.compile(rf"叫我(?P<v>{_ZH_VALUE}{{1,20}})"), _zh_name),
+    (
+        re.compile(rf"我(?:现在|目前|一直)?(?:住在|住|居住在|生活在|定居在?)(?P<v>{_ZH_VALUE}{{1,20}})"),
+        _zh_home,
+    ),
+    (
+        re.compile(
+            rf"我(?:已经|刚|刚刚|最近|后来|上个月|去年|今年)?搬(?:家)?(?:到了|到|去了|去|回了|回到|回)(?P<v>{_ZH_VALUE}{{1,20}})"
+        ),
+        _zh_home,
+    ),
+    (re.compile(rf"我(?:老家)?来自(?P<v>{_ZH_VALUE}{{1,20}})"), _zh_hometown),
+    (re.compile(r"我(?:老家)?是(?P<v>[\u4e00-\u9fff]{2,5}?)人(?![\u4e00-\u9fff])"), _zh_hometown_ren),
+    (re.compile(rf"我(?:现在|目前|一直)?在(?P<v>{_ZH_VALUE}{{1,20}}?)(?:工作|上班|任职|实习)"), _zh_work),
+    (
+        re.compile(
+            rf"我(?:现在|目前)?(?:是一名|是一位|是个|是一个|的职业是|的工作是|当)(?P<v>{_ZH_VALUE}{{1,20}})"
+        ),
+        _zh_job,
+    ),
+    (
+        re.compile(
+            r"我(?:今年|已经|快|才|都)?(?P<v>\d{1,3}|[一二三四五六七八九十两百]{1,4})(?:周)?岁(?!的|时|那)"
+        ),
+        lambda m: _age(m, zh=True),
+    ),
+    (re.compile(rf"我的生日是(?P<v>{_ZH_VALUE}{{1,16}})"), _zh_birthday),
+    (re.compile(r"我(?:是|的生日在)?(?P<v>\d{1,2}月\d{1,2}[日号])(?:出生|生日|生)"), _zh_birthday),
+    (
+        re.compile(rf"我{_ZH_ADV}喜欢的(?P<c>[^{_ZH_BREAK}是]{{1,10}})是(?P<v>{_ZH_VALUE}{{1,20}})"),
+        _zh_favorite,
+    ),
+    (re.compile(rf"我{_ZH_ADV}(?:喜欢|爱|热爱|偏爱|迷上了|爱上了)(?P<v>{_ZH_VALUE}{{1,24}})"), _zh_like),
+    (
+        re.compile(
+            rf"我{_ZH_ADV}(?:再也)?(?:不(?:太|怎么|再|是很|大)?喜欢|讨厌|不爱|受不了|反感|厌恶)(?P<v>{_ZH_VALUE}{{1,24}})"
+        ),
+        _zh_dislike,
+    ),
+]
+# English: verbs case-insensitive, values keep their case.
+_EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
+    (
+        re.compile(
+            r"(?i:\bmy name(?:'s| is))\s+"
+            r"(?P<v>[A-Za-z][A-Za-z'\-]*(?:\s+[A-Z][A-Za-z'\-]*){0,2}|[\u4e00-\u9fff]{2,4})"
+        ),
+        _en_name,
+    ),
+    (
+        re.compile(
+            r"(?i:\b(?:call me|I'm called|I am called))\s+"
+            r"(?P<v>[A-Z][A-Za-z'\-]*(?:\s+[A-Z][A-Za-z'\-]*){0,2}|[\u4e00-\u9fff]{2,4})"
+        ),
+        _en_name,
+    ),
+    (
+        re.compile(
+            rf"(?i:{_EN_WHO}(?:'m| am)?\s+(?:(?:just|recently|now|currently|still|also)\s+)*"
+            rf"(?:live|living|based|residing|reside)\s+in)\s+(?P<v>{_EN_VALUE}{{1,60}})"
+        ),
+        _en_home,
+    ),
+    (
+        re.compile(
+            rf"(?i:{_EN_WHO}(?:'ve| have)?\s+(?:(?:just|recently|finally|since|already)\s+)*"
+            rf"(?:moved|relocated)\s+(?:back\s+)?to)\s+(?P<v>{_EN_VALUE}{{1,60}})"
+        ),
+        _en_home,
+    ),
+    (
+        re.compile(rf"(?i:{_EN_WHO}(?:'m| am) (?:originally )?from)\s+(?P<v>{_EN_VALUE}{{1,60}})"),
+        _en_hometown,
+    ),
+    (
+        re.compile(
+            rf"(?i:{_EN_WHO}(?:'m| am)?\s+(?:(?:currently|now|still|also)\s+)*work(?:ing)?\s+(?:at|for))"
+            rf"\s+(?P<v>{_EN_VALUE}{{1,60}})"
+        ),
+        _en_work,
+    ),
+    (
+        re.compile(
+            rf"(?i:{_EN_WHO}(?:'m| am)\s+(?:(?:currently|now|also)\s+)?an?)\s+(?P<v>{_EN_VALUE}{{1,60}})"
+        ),
+        _en_job,
+    ),
+    (re.compile(rf"(?i:{_EN_WHO}\s+work\s+as\s+an?)\s+(?P<v>{_EN_VALUE}{{1,60}})"), _en_job),
+    (
+        re.compile(rf"(?i:\bmy (?:job|profession|occupation) is(?: an?)?)\s+(?P<v>{_EN_VALUE}{{1,60}})"),
+        _en_job,
+    ),
+    (
+        re.compile(rf"(?i:{_EN_WHO}(?:'m| am)\s+(?P<v>\d{{1,3}})\s*(?:years?[ -]old|yo\b|y/o))"),
+        lambda m: _age(m, zh=False),
+    ),
+    (
+        re.compile(rf"(?i:\bmy age is\s+(?P<v>\d{{1,3}})\b|{_EN_WHO} just turned\s+(?P<w>\d{{1,3}})\b)"),
+        _age_words,
+    ),
+    (
+        re.compile(rf"(?i:\bmy birthday is(?: on)?|{_EN_WHO} was born on)\s+(?P<v>{_EN_VALUE}{{1,40}})"),
+        _en_birthday,
+    ),
+    (
+        re.compile(
+            r"(?i:\bmy (?:all[- ]time )?fav(?:ou|o)rite)\s+(?P<c>[A-Za-z][A-Za-z ]{0,30}?)"
+            rf"\s+(?i:is|are)\s+(?P<v>{_EN_VALUE}{{1,60}})"
+        ),
+        _en_favorite,
+    ),
+    (
+        re.compile(
+            rf"(?i:{_EN_WHO}\s+{_EN_ADV}(?:like|love|enjoy|adore|prefer)"
+            rf"|{_EN_WHO}'m (?:a (?:big |huge )?fan of|into))"
+            rf"\s+(?P<v>{_EN_VALUE}{{1,60}})"
+        ),
+        _en_like,
+    ),
+    (
+        re.compile(
+            rf"(?i:{_EN_WHO}\s+{_EN_ADV}(?:hate|dislike|detest|can't stand|cannot stand)"
+            rf"|{_EN_WHO}\s+(?:really\s+)?(?:don't|do not|no longer|never|didn't|don’t)\s+(?:really\s+)?"
+            r"(?:like|love|enjoy)"
+            rf"|{_EN_WHO}'m not (?:a (?:big )?fan of|into))\s+(?P<v>{_EN_VALUE}{{1,60}})"
+        ),
+        _en_dislike,
+    ),
+]
+
+
+_ZH_SENTENCE_RE = re.compile(r"[^。！？!?\n]+[。！？!?\n]*")
+_ZH_CLAUSE_RE = re.compile(r"([，,；;]\s*)")
+_ZH_SELF_CLAUSE = re.compile(
+    r"^\s*我(?!朋友|妈|爸|老婆|老公|女朋友|男朋友|对象|同事|哥|姐|弟|妹|儿子|女儿|家人|们|孩子|室友|同学)"
+)
+_ZH_DROPPED_SUBJECT = re.compile(
+    r"^(?:今年|现在|目前|也|还|最|后来|刚刚?|已经|最近)?(?:住|搬|在[^，,]{1,20}?(?:工作|上班)|是一名|是一位|喜欢|不喜欢|讨厌|来自|的生日|"
+    r"[0-9一二三四五六七八九十]{1,3}岁)"
+)
+
+
+def _restore_subjects(text: str) -> str:
+    """Put back the 我 that Chinese drops after the first clause ("我叫张伟，住在北京" -> "…，我住在北京")."""
+    if "我" not in text:
+        return text
+    out = []
+    for sentence in _ZH_SENTENCE_RE.findall(text) or [text]:
+        parts = _ZH_CLAUSE_RE.split(sentence)
+        about_me = False
+        for i, part in enumerate(parts):
+            if i % 2 == 1:  # a separator
+                out.append(part)
+                continue
+            if _ZH_SELF_CLAUSE.match(part):
+                about_me = True
+            elif part.lstrip().startswith(("他", "她", "我朋友")):
+                about_me = False
+            elif about_me and _ZH_DROPPED_SUBJECT.match(part.lstrip()):
+                part = "我" + part.lstrip()
+            out.append(part)
+    return "".join(out)
+
+
+_LATIN_RE = re.compile(r"[A-Za-z]")
+
+
+def extract_patterns(text: str) -> list[Extracted]:
+    """Extract facts and preferences from (redacted) user text with Chinese and English patterns.
+
+    One item per key: when a key matches twice ("我住在上海，后来搬到北京了"), the later one wins.
+    Items come in the order they appear in the text.
+    """
+    if not text:
+        return []
+    text = _restore_subjects(text)
+    found: dict[str, tuple[int, Extracted]] = {}
+    # A table only runs on text that has its script: a scan that cannot match still costs time.
+    patterns = (_ZH_PATTERNS if "我" in text else []) + (_EN_PATTERNS if _LATIN_RE.search(text) else [])
+    for rx, build in patterns:
+        for m in rx.finditer(text):
+            item = build(m)
+            if item is None:
+                continue
+            prev = found.get(item.key)
+            if prev is None or m.start() >= prev[0]:
+                found[item.key] = (m.start(), item)
+    return [item for _, item in sorted(found.values(), key=lambda p: p[0])]
+
+
+# --- model extraction --------------------------------------------------------------------------------
+
+
+class ModelFact(BaseModel):
+    """One fact or preference, as a model returns it."""
+
+    kind: FactKind = Field(description='"fact" or "preference"')
+    key: str = Field(description="slot: name, home_city, job, ... or pref:<topic> / favorite:<category>")
+    value: str = Field(description="the value, short, without trailing punctuation")
+    text: str = Field(description="one standalone sentence about the user, in the user's language")
+    polarity: Polarity | None = Field(default=None, description='"likes"/"dislikes" for preferences')
+
+
+class FactsOutput(BaseModel):
+    """What ``extract_with_model`` asks a model for."""
+
+    facts: list[ModelFact] = Field(default_factory=list, description="facts the user states about themselves")
+
+
+_KEY_RE = re.compile(r"^[a-z_]{2,32}(?::.{1,60})?$")
+
+
+def from_model_facts(items: Sequence[ModelFact]) -> list[Extracted]:
+    """Turn model items into ``Extracted``, normalising keys (``likes:x`` -> ``pref:x``) and dropping junk."""
+    out: dict[str, Extracted] = {}
+    for it in items:
+        value = it.value.strip().rstrip("。.!！")
+        text = it.text.strip()
+        key = it.key.strip()
+        polarity = it.polarity
+        prefix, _, topic = key.partition(":")
+        prefix = prefix.strip().casefold().replace(" ", "_")
+        if prefix in ("likes", "like", "dislikes", "dislike", "preference", "pref"):
+            if prefix.startswith("dislike"):
+                polarity = "dislikes"
+            elif prefix.startswith("like"):
+                polarity = "likes"
+            key = f"pref:{topic_key(topic or value)}"
+        elif prefix in ("favorite", "favourite"):
+            key = f"favorite:{topic_key(topic)}"
+        else:
+            key = prefix + (f":{topic_key(topic)}" if topic else "")
+        kind: FactKind = "preference" if key.startswith(("pref:", "favorite:")) else it.kind
+        if kind == "preference" and polarity is None:
+            polarity = "likes"
+        if kind == "fact":
+            polarity = None
+        if not value or not text or not _KEY_RE.match(key) or key.endswith(":"):
+            continue
+        out[key] = Extracted(kind, key, value, text, polarity, "model")
+    return list(out.values())
+
+
+def tag_safe(text: str) -> str:
+    """Neutralise our own tag names inside inserted text, so it cannot close the tag it sits in."""
+    return re.sub(r"</?\s*(user_message|assistant_reply)\s*>", r"[\1]", text, flags=re.I)
+
+
+S = TypeVar("S", bound=BaseModel)
+
+
+def _coerce(result: Any, schema: type[S]) -> S:
+    if isinstance(result, schema):
+        return result
+    if isinstance(result, dict):
+        return schema.model_validate(result)
+    raise ValueError(f"expected {schema.__name__}, got {type(result).__name__}")
+
+
+def _retry_messages(messages: list[BaseMessage], exc: Exception) -> list[BaseMessage]:
+    return [
+        *messages,
+        HumanMessage(content=RETRY_NOTE.format(error=f"{type(exc).__name__}: {str(exc)[:200]}")),
+    ]
+
+
+def _log_failure(what: str, schema: type[BaseModel], attempt: int, exc: Exception) -> None:
+    logger.warning(
+        "%s: %s output unusable on attempt %d/2%s (%s: %s)",
+        what,
+        schema.__name__,
+        attempt,
+        ", retrying" if attempt == 1 else ", giving up",
+        type(exc).__name__,
+        str(exc)[:300],
+    )
+
+
+def invoke_structured(
+    model: Any, schema: type[S], messages: list[BaseMessage], *, what: str
+) -> tuple[S, int]:
+    """Call ``model.with_structured_output(schema)``; retry once on any failure, then raise.
+
+    Returns the parsed output and the number of model calls made (1 or 2). Raises ``ModelOutputError``
+    (chained to the last failure) when both attempts fail; every failure is logged with ``what``.
+    """
+    attempt_messages = messages
+    for attempt in (1, 2):
+        try:
+            runnable = model.with_structured_output(schema)
+            return _coerce(runnable.invoke(attempt_messages), schema), attempt
+        except Exception as exc:  # noqa: BLE001 - any model or parser failure gets the same retry
+            _log_failure(what, schema, attempt, exc)
+            if attempt == 2:
+                raise ModelOutputError(f"{what}: model output unusable after a retry: {exc}") from exc
+            attempt_messages = _retry_messages(messages, exc)
+    raise AssertionError("unreachable")
+
+
+async def ainvoke_structured(
+    model: Any, schema: type[S], messages: list[BaseMessage], *, what: str
+) -> tuple[S, int]:
+    """Async twin of ``invoke_structured`` (uses ``ainvoke``)."""
+    attempt_messages = messages
+    for attempt in (1, 2):
+        try:
+            runnable = model.with_structured_output(schema)
+            return _coerce(await runnable.ainvoke(attempt_messages), schema), attempt
+        except Exception as exc:  # noqa: BLE001
+            _log_failure(what, schema, attempt, exc)
+            if attempt == 2:
+                raise ModelOutputError(f"{what}: model output unusable after a retry: {exc}") from exc
+            attempt_messages = _retry_messages(messages, exc)
+    raise AssertionError("unreachable")
+
+
+def fact_messages(user_text: str, assistant_text: str) -> list[BaseMessage]:
+    """The prompt ``extract_with_model`` sends (text must already be redacted)."""
+    return [
+        SystemMessage(content=FACT_EXTRACTION_SYSTEM.format(slot_guide=SLOT_GUIDE)),
+        HumanMessage(
+            content=TURN_MEMORY_USER.format(
+                user_text=tag_safe(user_text), assistant_text=tag_safe(assistant_text)
+            )
+        ),
+    ]
+
+
+def extract_with_model(model: Any, user_text: str, assistant_text: str) -> list[Extracted]:
+    """Ask ``model`` for the facts and preferences in one (redacted) turn.
+
+    Retries once on malformed output or a model error, then raises ``ModelOutputError``; the caller
+    falls back to ``extract_patterns``.
+    """
+    out, _ = invoke_structured(
+        model, FactsOutput, fact_messages(user_text, assistant_text), what="fact extraction"
+    )
+    return from_model_facts(out.facts)

@@ -1,0 +1,447 @@
+"""A BM25 keyword index over memories and documents, per tenant, in one SQLite file.
+
+The vector store finds what a query *means*; this index finds what it *says* (names, numbers, rare
+words, Chinese terms an embedder blurs). It is derived data: the memory store is the truth, ``ids()``
+and ``count()`` let a caller check that the two agree, and ``rebuild()`` recovers from the store.
+
+Why not FTS5. FTS5's ``bm25()`` computes each query term's IDF by reading the term's whole posting list
+across all tenants, and scores every matching row: measured at 100k rows, p50 8 ms / p95 16 ms with 100
+tenants and p50 46 ms / p95 92 ms for one tenant holding them all (queries of ordinary words; worse
+with common ones). So the index is a plain inverted index on SQLite B-trees, scored in SQL:
+
+- ``kw_post(tid, term, rid, tf)``, keyed by tenant first: a tenant's postings are contiguous, so a
+  search reads only its own tenant's rows. Scoping is exact by construction (``tid`` is part of every
+  key; tenant ids map to ``tid`` through a UNIQUE column), and statistics are the tenant's own: BM25's
+  IDF and average length come from that user's memories, not from everybody's.
+- Query terms are taken rarest first within a budget of postings (``POSTING_BUDGET``); terms common
+  enough to blow it carry little IDF weight and are dropped (WAND-style pruning, simplified). The
+  rarest term is always kept.
+- Texts are tokenized by ``mneme.memory.tokenize`` (jieba for Chinese) and every value is a bound
+  parameter: hostile queries (quotes, ``AND``/``OR``/``NEAR``, ``*``, column filters) are plain words.
+
+Scores are Okapi BM25 with Lucene's IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))`` (always positive),
+k1 = 1.2, b = 0.75.
+
+Durability and concurrency. WAL journal with ``synchronous=NORMAL``: a committed write survives a crash
+of the process; an OS crash or power cut may lose the last commits but never corrupts the file, and the
+index is rebuildable from the store, so ``FULL``'s fsync per commit is not worth its cost. Several
+processes on one host can share the file: ``busy_timeout`` makes them wait for each other, and writers
+take the lock up front (``BEGIN IMMEDIATE``) so they wait rather than fail mid-transaction. Within a
+process one connection is shared under a lock: every call is short.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mneme.errors import InvalidInputError, MemoryStoreError
+from mneme.memory.base import SHARED_TENANT, MemoryRecord, validate_tenant
+from mneme.memory.tokenize import TOKENIZER_VERSION, tokenize
+
+MAX_QUERY_TOKENS = 64
+"""Longer queries keep their first 64 distinct tokens: bounds the cost of a pasted essay."""
+POSTING_BUDGET = 3_000
+"""Default for the most postings one search aggregates per tenant (about 1.3 µs each); the rarest term
+is always kept whatever its size. Larger is more exact for common words, slower."""
+K1 = 1.2
+B = 0.75
+
+_CHUNK = 500  # ids per IN (...) clause, well under SQLite's bound-parameter limit
+_BUSY_TIMEOUT_MS = 10_000
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS kw_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS kw_tenants (
+        tid INTEGER PRIMARY KEY, user_id TEXT NOT NULL UNIQUE,
+        n INTEGER NOT NULL DEFAULT 0, total_len INTEGER NOT NULL DEFAULT 0)""",
+    """CREATE TABLE IF NOT EXISTS kw_docs (
+        rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, tid INTEGER NOT NULL, kind TEXT NOT NULL,
+        archived INTEGER NOT NULL DEFAULT 0, dl INTEGER NOT NULL, terms TEXT NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS kw_docs_tid ON kw_docs (tid)",
+    """CREATE TABLE IF NOT EXISTS kw_post (
+        tid INTEGER NOT NULL, term TEXT NOT NULL, rid INTEGER NOT NULL, tf INTEGER NOT NULL,
+        dl INTEGER NOT NULL, PRIMARY KEY (tid, term, rid)) WITHOUT ROWID""",
+)
+
+
+@dataclass(frozen=True)
+class KeywordEntry:
+    """One indexed text: a memory or a document chunk, owned by ``user_id`` (``~shared`` for shared docs)."""
+
+    id: str
+    user_id: str
+    kind: str
+    text: str
+    archived: bool = False
+
+    @classmethod
+    def from_record(cls, record: MemoryRecord) -> KeywordEntry:
+        """The entry that indexes ``record``."""
+        return cls(record.id, record.user_id, str(record.kind), record.text, record.archived)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    id: str
+    user_id: str
+    kind: str
+    archived: int
+    tf: Counter[str]
+    length: int
+
+
+class KeywordIndex:
+    """BM25 keyword search per tenant, persisted in one SQLite file (or in memory when ``path`` is None)."""
+
+    def __init__(self, path: str | Path | None = None, *, posting_budget: int = POSTING_BUDGET) -> None:
+        self.posting_budget = max(1, int(posting_budget))
+        self.path = None if path is None or str(path) == ":memory:" else Path(path)
+        self._lock = threading.RLock()
+        try:
+            if self.path is not None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            target = ":memory:" if self.path is None else str(self.path)
+            self._conn = sqlite3.connect(
+                target, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+            )
+            self._conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            if self.path is not None:
+                self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("PRAGMA cache_size = -32768")  # 32 MiB: postings inserts touch many pages
+            with self._write():
+                for statement in _SCHEMA:
+                    self._conn.execute(statement)
+                row = self._conn.execute("SELECT value FROM kw_meta WHERE key = 'tokenizer'").fetchone()
+                if row is None:
+                    self._set_meta("tokenizer", str(TOKENIZER_VERSION))
+        except sqlite3.Error as exc:
+            raise self._error("open", exc) from exc
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def add(self, entries: Sequence[KeywordEntry]) -> None:
+        """Insert or replace (by id) these entries; a later entry with the same id wins."""
+        prepared = [_prepare(e) for e in entries]  # tokenize before taking the write lock
+        if not prepared:
+            return
+        with self._write():
+            self._upsert(prepared)
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Remove entries by id (unknown ids are ignored); return how many were removed."""
+        removed = 0
+        with self._write():
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                marks = ",".join("?" * len(chunk))
+                rows = self._conn.execute(
+                    f"SELECT rid, tid, dl, terms FROM kw_docs WHERE id IN ({marks})", chunk
+                ).fetchall()
+                self._remove_docs(rows)
+                removed += len(rows)
+        return removed
+
+    def delete_user(self, user_id: str) -> int:
+        """Remove every entry of ``user_id``; return how many were removed."""
+        user_id = validate_tenant(user_id, allow_shared=True)
+        with self._write():
+            return self._drop_tenant(user_id)
+
+    def set_archived(self, ids: Sequence[str], flag: bool) -> int:
+        """Mark entries archived (left out of default searches) or live; return how many exist."""
+        changed = 0
+        with self._write():
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                marks = ",".join("?" * len(chunk))
+                cur = self._conn.execute(f"UPDATE kw_docs SET archived = ? WHERE id IN ({marks})", [int(flag), *chunk])
+                changed += cur.rowcount
+        return changed
+
+    def rebuild(self, entries: Iterable[KeywordEntry], *, user_id: str | None = None) -> int:
+        """Replace the index (or only ``user_id``'s part of it) with ``entries``; return how many were added.
+
+        Runs in one transaction: readers see the old index until it commits, and a failure leaves it
+        untouched. A full rebuild also records the current tokenizer version (clears ``needs_rebuild``).
+        """
+        if user_id is not None:
+            user_id = validate_tenant(user_id, allow_shared=True)
+        added = 0
+        with self._write():
+            if user_id is None:
+                for table in ("kw_post", "kw_docs", "kw_tenants"):
+                    self._conn.execute(f"DELETE FROM {table}")
+            else:
+                self._drop_tenant(user_id)
+            batch: list[_Prepared] = []
+            for entry in entries:
+                if user_id is not None and entry.user_id != user_id:
+                    raise InvalidInputError(f"rebuild of {user_id!r} got an entry of {entry.user_id!r}")
+                batch.append(_prepare(entry))
+                if len(batch) >= _CHUNK:
+                    added += self._upsert(batch)
+                    batch = []
+            added += self._upsert(batch)
+            if user_id is None:
+                self._set_meta("tokenizer", str(TOKENIZER_VERSION))
+        return added
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def search(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        kinds: Sequence[str] | None = None,
+        k: int = 10,
+        include_shared: bool = False,
+        archived: bool | None = False,
+    ) -> list[tuple[str, float]]:
+        """The ``k`` best entries of ``user_id`` for ``query`` as ``(id, score)``, best first.
+
+        Scores are BM25 (positive, higher is better; comparable within one query). ``kinds`` narrows by
+        kind; ``include_shared`` adds ``~shared`` documents (scored with the shared corpus's own
+        statistics); ``archived`` False searches live entries, True the archive, None both. A query with
+        no searchable word returns ``[]``.
+        """
+        user_id = validate_tenant(user_id, allow_shared=True)
+        if k <= 0 or (kinds is not None and not list(kinds)):
+            return []
+        terms = list(dict.fromkeys(tokenize(query)))[:MAX_QUERY_TOKENS]
+        if not terms:
+            return []
+        tenants = [user_id] if not include_shared or user_id == SHARED_TENANT else [user_id, SHARED_TENANT]
+        hits: list[tuple[str, float]] = []
+        with self._lock:
+            try:
+                for tenant in tenants:
+                    hits.extend(self._search_tenant(tenant, terms, kinds, int(k), archived))
+            except sqlite3.Error as exc:
+                raise self._error("search", exc) from exc
+        hits.sort(key=lambda h: (-h[1], h[0]))
+        return hits[:k]
+
+    def ids(self, user_id: str | None = None) -> set[str]:
+        """Every indexed id (of ``user_id`` if given, archived included): for consistency checks."""
+        if user_id is None:
+            return {r[0] for r in self._read("SELECT id FROM kw_docs", [])}
+        sql = "SELECT d.id FROM kw_docs d JOIN kw_tenants t ON t.tid = d.tid WHERE t.user_id = ?"
+        return {r[0] for r in self._read(sql, [user_id])}
+
+    def count(self, user_id: str | None = None) -> int:
+        """How many entries are indexed (of ``user_id`` if given, archived included)."""
+        if user_id is None:
+            return int(self._read("SELECT count(*) FROM kw_docs", [])[0][0])
+        rows = self._read("SELECT n FROM kw_tenants WHERE user_id = ?", [user_id])
+        return int(rows[0][0]) if rows else 0
+
+    def tenants(self) -> list[str]:
+        """Every tenant with at least one entry, sorted."""
+        return [r[0] for r in self._read("SELECT user_id FROM kw_tenants WHERE n > 0 ORDER BY user_id", [])]
+
+    @property
+    def needs_rebuild(self) -> bool:
+        """True when the index was built by another tokenizer version: searches would miss; rebuild it."""
+        row = self._read("SELECT value FROM kw_meta WHERE key = 'tokenizer'", [])
+        return bool(row) and row[0][0] != str(TOKENIZER_VERSION) and self.count() > 0
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> KeywordIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _search_tenant(
+        self, user_id: str, terms: list[str], kinds: Sequence[str] | None, k: int, archived: bool | None
+    ) -> list[tuple[str, float]]:
+        conn = self._conn
+        row = conn.execute("SELECT tid, n, total_len FROM kw_tenants WHERE user_id = ?", (user_id,)).fetchone()
+        if row is None or row[1] <= 0:
+            return []
+        tid, n, total_len = row
+        # Document frequencies, each counted only up to the budget (a range scan of the tenant's postings).
+        capped = "SELECT count(*) FROM (SELECT 1 FROM kw_post WHERE tid = ? AND term = ? LIMIT ?)"
+        budget = self.posting_budget
+        dfs = [(conn.execute(capped, (tid, t, budget + 1)).fetchone()[0], t) for t in terms]
+        dfs = sorted((df, t) for df, t in dfs if df > 0)
+        if not dfs:
+            return []
+        if dfs[0][0] > budget:  # even the rarest term is huge: score it alone, exactly
+            exact = conn.execute("SELECT count(*) FROM kw_post WHERE tid = ? AND term = ?", (tid, dfs[0][1]))
+            chosen = [(exact.fetchone()[0], dfs[0][1])]
+        else:
+            chosen, spent = [], 0
+            for df, term in dfs:
+                if spent + df > budget:
+                    break
+                chosen.append((df, term))
+                spent += df
+        weights: list[Any] = []
+        for df, term in chosen:
+            weights += [term, math.log(1.0 + (n - df + 0.5) / (df + 0.5))]
+        avgdl = max(total_len / n, 1.0)
+        # Score every matching posting first (postings carry the doc length), then walk the scores best
+        # first and look up only as many documents as the filters need to fill k.
+        sql = [
+            f"WITH q(term, w) AS (VALUES {','.join(['(?, ?)'] * len(chosen))}),",
+            "hits AS (SELECT p.rid, SUM(q.w * p.tf * ? / (p.tf + ? * (1 - ? + ? * p.dl / ?))) AS s",
+            "FROM q JOIN kw_post p ON p.tid = ? AND p.term = q.term GROUP BY p.rid ORDER BY s DESC)",
+            "SELECT d.id, hits.s FROM hits JOIN kw_docs d ON d.rid = hits.rid WHERE 1",
+        ]
+        params: list[Any] = [*weights, K1 + 1, K1, B, B, avgdl, tid]
+        if archived is not None:
+            sql.append("AND d.archived = ?")
+            params.append(int(archived))
+        if kinds is not None:
+            kind_list = [str(x) for x in kinds]
+            sql.append(f"AND d.kind IN ({','.join('?' * len(kind_list))})")
+            params.extend(kind_list)
+        sql.append("LIMIT ?")
+        params.append(k)
+        return [(i, float(s)) for i, s in conn.execute(" ".join(sql), params)]
+
+    def _upsert(self, batch: Sequence[_Prepared]) -> int:
+        conn = self._conn
+        latest = {e.id: e for e in batch}  # a later entry with the same id wins
+        tids: dict[str, int] = {}
+        for user in {e.user_id for e in latest.values()}:
+            conn.execute("INSERT OR IGNORE INTO kw_tenants (user_id) VALUES (?)", (user,))
+            tids[user] = conn.execute("SELECT tid FROM kw_tenants WHERE user_id = ?", (user,)).fetchone()[0]
+        for chunk in _chunks(list(latest)):
+            marks = ",".join("?" * len(chunk))
+            old = conn.execute(f"SELECT rid, tid, dl, terms FROM kw_docs WHERE id IN ({marks})", chunk).fetchall()
+            self._remove_docs(old)
+        # Rowids assigned here (the write lock is held) so documents and postings go in as two batches.
+        rid = conn.execute("SELECT coalesce(max(rid), 0) FROM kw_docs").fetchone()[0]
+        docs: list[tuple[int, str, int, str, int, int, str]] = []
+        postings: list[tuple[int, str, int, int, int]] = []
+        stats: Counter[int] = Counter()
+        lengths: Counter[int] = Counter()
+        for e in latest.values():
+            rid += 1
+            tid = tids[e.user_id]
+            docs.append((rid, e.id, tid, e.kind, e.archived, e.length, " ".join(e.tf)))
+            postings.extend((tid, term, rid, tf, e.length) for term, tf in e.tf.items())
+            stats[tid] += 1
+            lengths[tid] += e.length
+        conn.executemany(
+            "INSERT INTO kw_docs (rid, id, tid, kind, archived, dl, terms) VALUES (?, ?, ?, ?, ?, ?, ?)", docs
+        )
+        postings.sort()  # in key order: each B-tree page is visited once per batch, not once per doc
+        conn.executemany("INSERT INTO kw_post (tid, term, rid, tf, dl) VALUES (?, ?, ?, ?, ?)", postings)
+        conn.executemany(
+            "UPDATE kw_tenants SET n = n + ?, total_len = total_len + ? WHERE tid = ?",
+            [(stats[tid], lengths[tid], tid) for tid in stats],
+        )
+        return len(batch)
+
+    def _remove_docs(self, rows: Sequence[tuple[int, int, int, str]]) -> None:
+        """Delete documents given as ``(rid, tid, dl, terms)`` with their postings and tenant statistics."""
+        if not rows:
+            return
+        conn = self._conn
+        conn.executemany(
+            "DELETE FROM kw_post WHERE tid = ? AND term = ? AND rid = ?",
+            sorted((tid, t, rid) for rid, tid, _, terms in rows for t in terms.split()),
+        )
+        conn.executemany("DELETE FROM kw_docs WHERE rid = ?", [(r[0],) for r in rows])
+        stats: Counter[int] = Counter(r[1] for r in rows)
+        lengths: Counter[int] = Counter()
+        for _, tid, dl, _ in rows:
+            lengths[tid] += dl
+        conn.executemany(
+            "UPDATE kw_tenants SET n = n - ?, total_len = total_len - ? WHERE tid = ?",
+            [(stats[tid], lengths[tid], tid) for tid in stats],
+        )
+
+    def _drop_tenant(self, user_id: str) -> int:
+        row = self._conn.execute("SELECT tid, n FROM kw_tenants WHERE user_id = ?", (user_id,)).fetchone()
+        if row is None:
+            return 0
+        for table in ("kw_post", "kw_docs", "kw_tenants"):
+            self._conn.execute(f"DELETE FROM {table} WHERE tid = ?", (row[0],))
+        return int(row[1])
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self._conn.execute("INSERT OR REPLACE INTO kw_meta (key, value) VALUES (?, ?)", (key, value))
+
+    def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise self._error("read", exc) from exc
+
+    def _write(self) -> _Transaction:
+        return _Transaction(self)
+
+    def _error(self, action: str, exc: sqlite3.Error) -> MemoryStoreError:
+        where = "in-memory keyword index" if self.path is None else f"keyword index {self.path}"
+        if "locked" in str(exc) or "busy" in str(exc):
+            hint = "another process held the write lock too long; retry"
+        else:
+            hint = "if it persists, delete the file and rebuild it from the memory store"
+        return MemoryStoreError(f"{where}: {action} failed ({exc}); {hint}")
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` under the index's lock; rolls back on any error."""
+
+    def __init__(self, index: KeywordIndex) -> None:
+        self.index = index
+
+    def __enter__(self) -> None:
+        self.index._lock.acquire()
+        try:
+            self.index._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            self.index._lock.release()
+            raise self.index._error("write", exc) from exc
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        conn = self.index._conn
+        try:
+            if exc_type is None:
+                conn.execute("COMMIT")
+            elif conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error as err:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if exc_type is None:
+                raise self.index._error("commit", err) from err
+        finally:
+            self.index._lock.release()
+        if isinstance(exc, sqlite3.Error):
+            raise self.index._error("write", exc) from exc
+
+
+def _prepare(entry: KeywordEntry) -> _Prepared:
+    if not isinstance(entry.id, str) or not entry.id:
+        raise InvalidInputError("a keyword entry needs a non-empty string id")
+    if not isinstance(entry.kind, str) or not entry.kind:
+        raise InvalidInputError(f"keyword entry {entry.id!r} needs a kind")
+    if not isinstance(entry.text, str):
+        raise InvalidInputError(f"keyword entry {entry.id!r}: text must be a string")
+    user = validate_tenant(entry.user_id, allow_shared=True)
+    tokens = tokenize(entry.text)
+    return _Prepared(entry.id, user, str(entry.kind), int(bool(entry.archived)), Counter(tokens), len(tokens))
+
+
+def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(items), _CHUNK):
+        yield items[i : i + _CHUNK]

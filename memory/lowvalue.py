@@ -1,0 +1,113 @@
+"""Low-value turns: what is not worth remembering at all, and the hash used to spot exact repeats.
+
+Kept deliberately narrow. A turn is low-value only when the WHOLE user message is a greeting, thanks,
+acknowledgement or farewell (optionally with particles and filler: "好的呀", "谢谢你！", "ok thanks!"),
+or carries no words at all (empty, punctuation-only, emoji-only). Anything else is kept, however short:
+"我喜欢爵士乐", "I'm sad" and "明天去北京" are exactly what a memory is for.
+
+Reasons returned by ``is_low_value``: ``empty``, ``punctuation``, ``emoji``, ``greeting``, ``thanks``,
+``ack``, ``farewell``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+
+def _bar(phrases: str) -> tuple[str, ...]:
+    """Split a ``|``-separated phrase list (compact to read, and phrases may hold spaces)."""
+    return tuple(phrases.split("|"))
+
+
+# Core phrases by reason. Longer phrases are tried first, so "好的" wins over "好".
+_CORE: dict[str, tuple[str, ...]] = {
+    "thanks": _bar(
+        "非常感谢|多谢|谢谢|谢了|感谢|谢啦|3q|"
+        "thank you|thanks|thank u|thx|ty|cheers|much appreciated|appreciate it"
+    ),
+    "greeting": _bar(
+        "你好|您好|哈喽|哈啰|嗨|早上好|上午好|下午好|晚上好|早安|早|"
+        "hello|hi|hey|hiya|good morning|good afternoon|good evening|morning|yo"
+    ),
+    "farewell": _bar(
+        "再见|拜拜|回头见|下次见|晚安|886|88|goodbye|bye|see you|see ya|good night|goodnight|later"
+    ),
+    "ack": _bar(
+        "好的|好吧|好滴|好|嗯嗯|嗯|哦哦|哦|噢|喔|收到|明白了|明白|知道了|了解|懂了|行|可以|"
+        "okay|ok|k|kk|got it|sure|alright|all right|cool|noted|roger|understood|i see"
+    ),
+}
+# Filler allowed around core phrases: particles, politeness, "so much", "you".
+_FILLER: tuple[str, ...] = _bar(
+    "呀|啊|哈哈|哈|啦|了|的|吧|呢|嘛|哟|噢|你|您|大家|非常|太|很|真|真的|一下|哈喽|"
+    "so much|very much|a lot|so|very|you|guys|again|all|everyone|then|lol|haha|there|mate|man|bro|buddy|"
+    "dear|oh|ah|well"
+)
+
+_ASCII_WORD = re.compile(r"[a-z0-9]")
+
+
+def _alt(phrases: tuple[str, ...]) -> str:
+    parts = []
+    for p in sorted(phrases, key=len, reverse=True):
+        esc = re.escape(p).replace(r"\ ", r"\s+")
+        # English words must stand alone ("hi" never matches inside "his"); Chinese needs no spaces.
+        parts.append(rf"(?<![a-z0-9]){esc}(?![a-z0-9])" if _ASCII_WORD.match(p) else esc)
+    return "|".join(parts)
+
+
+_CORE_RE = {reason: re.compile(_alt(phrases)) for reason, phrases in _CORE.items()}
+_ANY_CORE = _alt(tuple(p for ps in _CORE.values() for p in ps))
+_WHOLE_RE = re.compile(rf"^(?:\s*(?:{_ANY_CORE}|{_alt(_FILLER)})\s*)+$")
+_PRIORITY = ("thanks", "greeting", "farewell", "ack")
+_MAX_CHARS = 40  # longer messages always say something more
+_MAX_SCAN = 200  # raw length past which a message is not even scanned (emoji runs included)
+
+
+def _is_emoji(ch: str) -> bool:
+    cat = unicodedata.category(ch)
+    return cat in ("So", "Sk") or ch in "\u200d\ufe0f\ufe0e\u20e3" or 0x1F000 <= ord(ch) <= 0x1FAFF
+
+
+def _strip_symbols(text: str) -> tuple[str, bool]:
+    """Drop punctuation, symbols and emoji (keeping word characters); report whether emoji were seen."""
+    kept = []
+    saw_emoji = False
+    for ch in text:
+        if _is_emoji(ch):
+            saw_emoji = True
+            kept.append(" ")
+        elif unicodedata.category(ch)[0] in "PSZC":
+            kept.append(" ")
+        else:
+            kept.append(ch)
+    return " ".join("".join(kept).split()), saw_emoji
+
+
+def is_low_value(text: str | None) -> str | None:
+    """Return why the user message is not worth remembering, or ``None`` when it should be kept."""
+    if text is None or not text.strip():
+        return "empty"
+    if len(text) > _MAX_SCAN:
+        return None
+    words, saw_emoji = _strip_symbols(unicodedata.normalize("NFKC", text).casefold())
+    if not words:
+        return "emoji" if saw_emoji else "punctuation"
+    if len(words) > _MAX_CHARS or not _WHOLE_RE.match(words):
+        return None
+    for reason in _PRIORITY:
+        if _CORE_RE[reason].search(words):
+            return reason
+    return None  # filler only ("you", "so"): a real, if cryptic, message
+
+
+def normalize_for_hash(text: str) -> str:
+    """Case-fold, NFKC-normalise and collapse whitespace: the form two repeats of a message share."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def content_hash(text: str) -> str:
+    """SHA-256 hex digest of the normalised text, for exact-repeat detection."""
+    return hashlib.sha256(normalize_for_hash(text).encode("utf-8")).hexdigest()

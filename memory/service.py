@@ -1,0 +1,418 @@
+"""The memory service: the one object the graph, the CLI and evaluation use to remember and recall.
+
+It joins a ``MemoryStore`` (records and vectors, the truth), a ``KeywordIndex`` (BM25, derived from the
+store and rebuilt from it when they disagree), the writing policy and the forgetting curve. Nodes call
+``recall`` and ``remember_turn``; they never talk to a backend directly.
+
+Recall, in order: parse a time window from the query; embed the query once; take candidates from the
+dense channel (the store) and the keyword channel (the index); fuse their normalised scores; add the
+time-window affinity; weigh by source; re-rank by the bounded forgetting curve; diversify (MMR,
+optional); cut to k and to the token budget; reinforce what was recalled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from mneme.clock import Clock, system_clock
+from mneme.errors import InvalidInputError
+from mneme.memory.base import (
+    MEMORY_KINDS,
+    SHARED_TENANT,
+    Kind,
+    MemoryRecord,
+    MemoryStore,
+    validate_tenant,
+)
+from mneme.memory.forgetting import ForgettingPolicy, combine, retention
+from mneme.memory.fusion import count_tokens, fit_budget, mmr
+from mneme.memory.indexing import context_of, search_text
+from mneme.memory.keyword import KeywordEntry, KeywordIndex
+from mneme.memory.timewindow import parse_time_window, time_affinity
+from mneme.memory.writing import TurnPlan, WritePolicy, aplan_turn, plan_turn
+
+logger = logging.getLogger("mneme.memory.service")
+
+MAX_QUERY_CHARS = 4000
+MAX_DOCUMENT_CHARS = 5_000_000
+
+
+@dataclass(kw_only=True)
+class RecallOptions:
+    """How to recall: the knobs a user tunes per run (mirrored in the graph's ``Context``)."""
+
+    k: int = 6
+    """How many items to return at most."""
+    score_floor: float = 0.0
+    """Drop items whose final score is below this (scores are in [0, ~1.3])."""
+    mmr: bool = False
+    """Diversify the results with maximal marginal relevance."""
+    mmr_lambda: float = 0.7
+    """MMR trade-off: 1 is pure relevance, 0 pure diversity."""
+    memory_weight: float = 1.0
+    """Weight of the user's memories in the merge."""
+    document_weight: float = 1.0
+    """Weight of documents in the merge."""
+    include_documents: bool = True
+    """Also search the documents collection (shared and the user's private ones)."""
+    forgetting: bool = True
+    """Re-rank by the forgetting curve (bounded: it re-orders near ties, never hides a clear match)."""
+    time_aware: bool = True
+    """Favour memories from a time window named in the query (昨天, 5月6号, last week)."""
+    max_tokens: int = 2000
+    """Token budget of the recalled context."""
+    reinforce: bool = True
+    """Count a recall as an access (strengthens the memory on the curve)."""
+    keyword_weight: float = 0.7
+    """Share of the keyword channel in the fused relevance (the rest is the dense channel)."""
+    time_weight: float = 0.6
+    """Bonus for items inside a time window the query names."""
+
+
+@dataclass(kw_only=True)
+class Recalled:
+    """One recalled item, with where it came from and why it ranked where it did."""
+
+    id: str
+    kind: Kind
+    text: str
+    score: float
+    source: str
+    """``memory`` or ``document``."""
+    created_at: float
+    source_turns: list[str] = field(default_factory=list)
+    thread_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    signals: dict[str, float] = field(default_factory=dict)
+    """Per-channel evidence: ``dense``, ``keyword``, ``time``, ``retention``, ``relevance``."""
+    user_id: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready view (for graph state and the CLI)."""
+        return {
+            "id": self.id, "kind": str(self.kind), "text": self.text, "score": round(self.score, 4),
+            "source": self.source, "created_at": self.created_at, "source_turns": self.source_turns,
+            "thread_id": self.thread_id, "signals": {k: round(v, 4) for k, v in self.signals.items()},
+            "title": self.metadata.get("title"),
+        }
+
+
+@dataclass(kw_only=True)
+class WriteReport:
+    """What ``remember_turn`` did with one turn."""
+
+    stored: list[str] = field(default_factory=list)
+    """Ids written (episodic, summary, facts, preferences)."""
+    skipped: str | None = None
+    """Why nothing was stored (``greeting``, ``thanks``, ``repeat``, ...), if so."""
+    redactions: dict[str, int] = field(default_factory=dict)
+    model_calls: int = 0
+    fallback: bool = False
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:16]}"
+
+
+def _slot_id(user_id: str, kind: Kind, key: str) -> str:
+    digest = hashlib.sha256(f"{user_id}\x00{kind}\x00{key}".encode()).hexdigest()[:20]
+    return f"{kind.value[:4]}-{digest}"
+
+
+class MemoryService:
+    """Remember and recall for many users over one store and one keyword index."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        keyword: KeywordIndex | None = None,
+        clock: Clock = system_clock,
+        forgetting: ForgettingPolicy | None = None,
+        writing: WritePolicy | None = None,
+        model: Any = None,
+    ) -> None:
+        self.store = store
+        self.keyword = keyword if keyword is not None else KeywordIndex(None)
+        self.clock = clock
+        self.forgetting = forgetting or ForgettingPolicy()
+        self.writing = writing or WritePolicy()
+        self.model = model
+        self._last_reply: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- consistency ----------------------------------------------------------------------------
+    def sync_keyword_index(self, *, force: bool = False) -> int:
+        """Rebuild the keyword index from the store when they disagree (or ``force``); return entries rebuilt."""
+        tenants = sorted(set(self.store.tenants()) | set(self.keyword.tenants()))
+        rebuilt = 0
+        for tenant in tenants:
+            live = self.store.count(tenant, kinds=None, archived=None)
+            if not force and not self.keyword.needs_rebuild and live == self.keyword.count(tenant):
+                continue
+            records = self.store.scan(tenant, kinds=None, archived=None)
+            rebuilt += self.keyword.rebuild((self._entry(r) for r in records), user_id=tenant)
+        return rebuilt
+
+    @staticmethod
+    def _entry(record: MemoryRecord) -> KeywordEntry:
+        return KeywordEntry(record.id, record.user_id, str(record.kind), search_text(record), record.archived)
+
+    # -- recall ---------------------------------------------------------------------------------
+    def recall(self, user_id: str, query: str, *, options: RecallOptions | None = None,
+               now: float | None = None) -> list[Recalled]:
+        """The best few memories and documents of ``user_id`` for ``query``, best first."""
+        user_id = validate_tenant(user_id)
+        opts = options or RecallOptions()
+        now = self.clock() if now is None else now
+        query = (query or "").strip()[:MAX_QUERY_CHARS]
+        if not query or opts.k <= 0:
+            return []
+        window = parse_time_window(query, now) if opts.time_aware else None
+        kinds: list[Kind] = list(MEMORY_KINDS) + ([Kind.DOCUMENT] if opts.include_documents else [])
+        pool = max(30, 4 * opts.k)
+        vector = self.store.embedder.embed([query])[0]
+        dense = self.store.search(user_id, vector, kinds=kinds, k=pool, include_shared=opts.include_documents)
+        keyword = self.keyword.search(user_id, query, kinds=[str(k) for k in kinds], k=pool,
+                                      include_shared=opts.include_documents)
+        if window is not None:  # what happened then competes even when other times match the words better
+            dense = dense + self.store.search(
+                user_id, vector, kinds=[k for k in kinds if k != Kind.DOCUMENT], k=pool,
+                where={"$and": [{"created_at": {"$gte": window.start}}, {"created_at": {"$lt": window.end}}]})
+        records = {h.record.id: h.record for h in dense}
+        dense_scores = {h.record.id: h.score for h in dense}
+        missing = [i for i, _ in keyword if i not in records]
+        if missing:
+            for tenant in (user_id, SHARED_TENANT) if opts.include_documents else (user_id,):
+                for rec in self.store.get(tenant, missing):
+                    if not rec.archived and rec.kind in kinds:
+                        records[rec.id] = rec
+        keyword_scores = {i: s for i, s in keyword if i in records}
+        stale = [i for i, _ in keyword if i not in records]
+        if stale:  # deleted elsewhere (another process, a crash between writes): heal the index
+            logger.debug("dropping %d stale keyword entries", len(stale))
+            self.keyword.delete(stale)
+        if not records:
+            return []
+        lo = min(dense_scores.values(), default=0.0)
+        hi = max(dense_scores.values(), default=1.0)
+        kmax = max(keyword_scores.values(), default=0.0)
+        scored: list[Recalled] = []
+        for rid, rec in records.items():
+            d = (dense_scores[rid] - lo) / (hi - lo) if rid in dense_scores and hi > lo else (
+                1.0 if rid in dense_scores else 0.0)
+            kw = keyword_scores.get(rid, 0.0) / kmax if kmax > 0 else 0.0
+            relevance = (1 - opts.keyword_weight) * d + opts.keyword_weight * kw
+            signals = {"dense": dense_scores.get(rid, 0.0), "keyword": keyword_scores.get(rid, 0.0)}
+            if window is not None:
+                affinity = time_affinity(rec.created_at, window)
+                relevance += opts.time_weight * affinity
+                signals["time"] = affinity
+            is_doc = rec.kind == Kind.DOCUMENT
+            relevance *= opts.document_weight if is_doc else opts.memory_weight
+            signals["relevance"] = relevance
+            score = relevance
+            if opts.forgetting and not is_doc:
+                r = retention(rec, now, self.forgetting)
+                signals["retention"] = r
+                score = combine(relevance, r, self.forgetting)
+            if score < opts.score_floor:
+                continue
+            scored.append(Recalled(
+                id=rid, kind=rec.kind, text=rec.text, score=score, source="document" if is_doc else "memory",
+                created_at=rec.created_at, source_turns=list(rec.source_turns), thread_id=rec.thread_id,
+                metadata=dict(rec.metadata), signals=signals, user_id=rec.user_id,
+            ))
+        scored.sort(key=lambda it: (-it.score, it.id))
+        if opts.mmr and len(scored) > opts.k:
+            head = scored[: max(opts.k * 3, 10)]
+            vectors = dict(zip([it.id for it in head], self.store.embedder.embed([it.text for it in head]),
+                               strict=True))
+            order = mmr([it.id for it in head], {it.id: it.score for it in head}, vectors,
+                        lambda_=opts.mmr_lambda, k=opts.k)
+            by_id = {it.id: it for it in head}
+            scored = [by_id[i] for i in order]
+        out = fit_budget(scored[: opts.k], max_tokens=opts.max_tokens, count_tokens=lambda it: count_tokens(it.text))
+        if opts.reinforce:
+            self.reinforce(user_id, [it.id for it in out if it.source == "memory"], now=now)
+        return out
+
+    async def arecall(self, user_id: str, query: str, *, options: RecallOptions | None = None,
+                      now: float | None = None) -> list[Recalled]:
+        """Async twin of ``recall``."""
+        return await asyncio.to_thread(self.recall, user_id, query, options=options, now=now)
+
+    def reinforce(self, user_id: str, ids: Sequence[str], *, now: float | None = None) -> None:
+        """Count a recall of these memories: access count up, last access reset (strengthens them)."""
+        if not ids:
+            return
+        now = self.clock() if now is None else now
+        current = {r.id: r for r in self.store.get(user_id, list(ids))}
+        updates = {rid: {"last_accessed": now, "access_count": rec.access_count + 1}
+                   for rid, rec in current.items() if rec.user_id == user_id}
+        if updates:
+            self.store.update_metadata(user_id, updates)
+
+    # -- write ----------------------------------------------------------------------------------
+    def remember_turn(self, user_id: str, *, user_text: str, assistant_text: str = "",
+                      thread_id: str | None = None, now: float | None = None,
+                      turn_ids: Sequence[str] = (), model: Any = None) -> WriteReport:
+        """Store one turn of ``user_id`` as memory, following the writing policy."""
+        user_id = validate_tenant(user_id)
+        plan = plan_turn(user_text, assistant_text, policy=self.writing, model=model or self.model)
+        return self._store_plan(user_id, plan, assistant_text=assistant_text, thread_id=thread_id,
+                                now=self.clock() if now is None else now, turn_ids=turn_ids)
+
+    async def aremember_turn(self, user_id: str, *, user_text: str, assistant_text: str = "",
+                             thread_id: str | None = None, now: float | None = None,
+                             turn_ids: Sequence[str] = (), model: Any = None) -> WriteReport:
+        """Async twin of ``remember_turn`` (the model call is awaited; storage runs in a thread)."""
+        user_id = validate_tenant(user_id)
+        plan = await aplan_turn(user_text, assistant_text, policy=self.writing, model=model or self.model)
+        now = self.clock() if now is None else now
+        return await asyncio.to_thread(self._store_plan, user_id, plan, assistant_text=assistant_text,
+                                       thread_id=thread_id, now=now, turn_ids=turn_ids)
+
+    def _store_plan(self, user_id: str, plan: TurnPlan, *, assistant_text: str, thread_id: str | None,
+                    now: float, turn_ids: Sequence[str]) -> WriteReport:
+        report = WriteReport(redactions=dict(plan.redactions), model_calls=plan.model_calls,
+                             fallback=plan.fallback)
+        thread_key = (user_id, thread_id or "")
+        previous = self._last_reply.get(thread_key)
+        if assistant_text:
+            from mneme.memory.redaction import redact
+
+            with self._lock:
+                self._last_reply[thread_key] = redact(assistant_text, self.writing.redaction).text
+                self._last_reply.move_to_end(thread_key)
+                while len(self._last_reply) > 10_000:
+                    self._last_reply.popitem(last=False)
+        if plan.skipped:
+            report.skipped = plan.skip_reason
+            return report
+        if plan.content_hash and any(True for _ in self.store.scan(
+                user_id, kinds=[Kind.EPISODIC, Kind.SUMMARY], where={"content_hash": plan.content_hash},
+                batch_size=1)):
+            report.skipped = "repeat"
+            return report
+        meta: dict[str, Any] = {"content_hash": plan.content_hash, "language": plan.language}
+        for kind, n in plan.redactions.items():
+            meta[f"redacted_{kind}"] = n
+        if plan.fallback:
+            meta["model_fallback"] = True
+        base = dict(user_id=user_id, created_at=now, thread_id=thread_id, source_turns=list(turn_ids),
+                    importance=plan.importance, emotion=plan.emotion.label)
+        records: list[MemoryRecord] = []
+        if plan.episodic_text:
+            context = context_of(previous)
+            records.append(MemoryRecord(id=_new_id("ep"), kind=Kind.EPISODIC, text=plan.episodic_text,
+                                        metadata={**meta, **({"context": context} if context else {})}, **base))
+        if plan.summary_text:
+            records.append(MemoryRecord(id=_new_id("sum"), kind=Kind.SUMMARY, text=plan.summary_text,
+                                        metadata=dict(meta), **base))
+        for fact in plan.facts:
+            kind = Kind.PREFERENCE if fact.kind == "preference" else Kind.FACT
+            current = self.store.get_by_key(user_id, kind, fact.key)
+            history = list(current.history) if current else []
+            if current is not None and current.text == fact.text:
+                continue  # the same value again: nothing new to keep
+            if current is not None:
+                history.append({"text": current.text, "created_at": current.created_at, "replaced_at": now})
+            records.append(MemoryRecord(
+                id=current.id if current else _slot_id(user_id, kind, fact.key), kind=kind, text=fact.text,
+                key=fact.key, history=history,
+                metadata={"value": fact.value[:500], "extracted_by": fact.source,
+                          **({"polarity": fact.polarity} if fact.polarity else {})},
+                **{**base, "importance": max(plan.importance, 0.6), "emotion": "neutral"},
+            ))
+        if not records:
+            return report
+        vectors = self.store.embedder.embed([search_text(r) for r in records])
+        records = [replace(r, embedding=v) for r, v in zip(records, vectors, strict=True)]
+        self.store.add(records)  # the store is the truth: write it first, then the derived index
+        self.keyword.add([self._entry(r) for r in records])
+        report.stored = [r.id for r in records]
+        return report
+
+    # -- documents ------------------------------------------------------------------------------
+    def ingest_document(self, text: str, *, source: str, user_id: str = SHARED_TENANT,
+                        title: str | None = None, now: float | None = None) -> list[str]:
+        """Split a document into chunks and store them (shared by default, or private to ``user_id``)."""
+        user_id = validate_tenant(user_id, allow_shared=True)
+        if len(text) > MAX_DOCUMENT_CHARS:
+            raise InvalidInputError(f"{source}: document too large ({len(text)} chars; max {MAX_DOCUMENT_CHARS})")
+        now = self.clock() if now is None else now
+        chunks = chunk_text(text)
+        digest = hashlib.sha256(f"{user_id}\x00{source}".encode()).hexdigest()[:16]
+        old = [r.id for r in self.store.scan(user_id, kinds=[Kind.DOCUMENT], where={"source": source})]
+        records = [
+            MemoryRecord(id=f"doc-{digest}-{i}", user_id=user_id, kind=Kind.DOCUMENT, text=chunk,
+                         created_at=now, importance=0.5,
+                         metadata={"source": source, "title": title or source, "chunk": i})
+            for i, chunk in enumerate(chunks)
+        ]
+        for start in range(0, len(records), 256):
+            batch = records[start:start + 256]
+            vectors = self.store.embedder.embed([r.text for r in batch])
+            self.store.add([replace(r, embedding=v) for r, v in zip(batch, vectors, strict=True)])
+            self.keyword.add([self._entry(r) for r in batch])
+        stale = sorted(set(old) - {r.id for r in records})
+        if stale:  # a re-ingested, shorter document: drop its old tail
+            self.store.delete(user_id, ids=stale)
+            self.keyword.delete(stale)
+        return [r.id for r in records]
+
+    # -- erase ----------------------------------------------------------------------------------
+    def forget_user(self, user_id: str) -> int:
+        """Erase everything kept about ``user_id``: every memory, the archive, private documents."""
+        user_id = validate_tenant(user_id)
+        n = self.store.delete(user_id, archived=None)
+        self.keyword.delete_user(user_id)
+        with self._lock:
+            for key in [k for k in self._last_reply if k[0] == user_id]:
+                del self._last_reply[key]
+        return n
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> int:
+        """Delete these records of ``user_id`` (never another user's); return how many were deleted."""
+        user_id = validate_tenant(user_id)
+        owned = [r.id for r in self.store.get(user_id, list(ids))]
+        n = self.store.delete(user_id, ids=owned, archived=None) if owned else 0
+        if owned:
+            self.keyword.delete(owned)
+        return n
+
+    def close(self) -> None:
+        """Close the store and the keyword index."""
+        self.store.close()
+        self.keyword.close()
+
+
+def chunk_text(text: str, *, max_chars: int = 800) -> list[str]:
+    """Split text into chunks of whole paragraphs (or sentences, for long ones) up to ``max_chars``."""
+    import re
+
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+    chunks: list[str] = []
+    current = ""
+    for para in paragraphs:
+        pieces = [para] if len(para) <= max_chars else re.findall(r"[^。！？!?.\n]+[。！？!?.\n]*", para)
+        for piece in pieces:
+            while len(piece) > max_chars:
+                chunks.append(piece[:max_chars])
+                piece = piece[max_chars:]
+            if current and len(current) + len(piece) + 2 > max_chars:
+                chunks.append(current)
+                current = ""
+            current = f"{current}\n\n{piece}" if current else piece
+    if current:
+        chunks.append(current)
+    return chunks

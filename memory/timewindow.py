@@ -1,0 +1,438 @@
+"""Time expressions in a query ("上周三", "5月6号", "two days ago", "May 6th") as a window of time.
+
+``parse_time_window(query, now, tz=...)`` finds the first time expression in the query (the earliest in
+the text; the longest where two start together, so 上周三 beats 上周 and 2023年5月6日 beats 5月6日) and
+returns the calendar span it names as ``[start, end)`` POSIX seconds in the given time zone, or None.
+
+Conventions, chosen to be predictable:
+
+- A date without a year is the most recent such date not after ``now`` ("May 6" said in January is last
+  year's). A month alone ("5月", "in March") likewise; a bare weekday ("周三", "on Monday") is the most
+  recent one on or before today. An explicit year is taken as written, even in the future.
+- Weeks run Monday to Sunday. 上周 / "last week" is the previous calendar week; 上周三 is that week's
+  Wednesday, but "last Monday" is the most recent Monday before today (English usage differs).
+- "N days ago" / N天前 is that one day; "N weeks/months/years ago" the calendar week/month/year that
+  contains the day N units back. "a few days ago" / 几天前 / 前几天 is the 7 days before today.
+- Numeric dates with slashes are US order: 5/6 is May 6 (5/6/2023 too); ISO 2023-05-06 is unambiguous.
+- Not dates: a bare number ("iPhone 6", "第5章"), a duration without 前/ago ("3天", "3 days"), lower-case
+  "may" (the verb; only "May" is the month).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from mneme.errors import InvalidInputError
+
+DAY = 86_400.0
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """A span of time named in a query: ``[start, end)`` in POSIX seconds, and the words that named it."""
+
+    start: float
+    end: float
+    expression: str
+    granularity: str = "day"
+    """``day``, ``week``, ``month``, ``year`` or ``range``: how precise the expression was."""
+
+    def contains(self, ts: float) -> bool:
+        """True when ``ts`` falls inside the window."""
+        return self.start <= ts < self.end
+
+
+Span = tuple[date, date, str]  # [first day, day after last), granularity
+
+# -- numbers -------------------------------------------------------------------------------------
+
+_ZH_DIGITS = {c: i for i, c in enumerate("〇一二三四五六七八九")} | {"零": 0, "两": 2}
+_EN_NUMBERS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "couple of": 2,
+}  # fmt: skip
+
+
+def zh_number(text: str) -> int | None:
+    """An integer written in digits or Chinese numerals (五, 十二, 二十五, 廿五, 二〇二三), else None."""
+    if text.isdigit():
+        return int(text)
+    if not text or any(c not in _ZH_DIGITS and c not in "十廿" for c in text):
+        return None
+    if "十" not in text and "廿" not in text:  # digit by digit: 二〇二三
+        return int("".join(str(_ZH_DIGITS[c]) for c in text))
+    text = text.replace("廿", "二十")
+    tens, _, ones = text.partition("十")
+    if len(tens) > 1 or len(ones) > 1:
+        return None
+    return (_ZH_DIGITS[tens] if tens else 1) * 10 + (_ZH_DIGITS[ones] if ones else 0)
+
+
+# -- calendar spans -----------------------------------------------------------------------------
+
+
+def _day(d: date) -> Span:
+    return d, d + timedelta(days=1), "day"
+
+
+def _week(d: date) -> Span:
+    monday = d - timedelta(days=d.weekday())
+    return monday, monday + timedelta(days=7), "week"
+
+
+def _add_months(year: int, month: int, k: int) -> tuple[int, int]:
+    index = year * 12 + (month - 1) + k
+    return index // 12, index % 12 + 1
+
+
+def _month(year: int, month: int) -> Span:
+    ny, nm = _add_months(year, month, 1)
+    return date(year, month, 1), date(ny, nm, 1), "month"
+
+
+def _year(year: int) -> Span:
+    return date(year, 1, 1), date(year + 1, 1, 1), "year"
+
+
+def _recent_date(today: date, month: int, day: int) -> date | None:
+    """The most recent month/day not after today (None for an impossible date like 2月30日)."""
+    for year in range(today.year, today.year - 9, -1):  # 9 years back finds any Feb 29
+        try:
+            d = date(year, month, day)
+        except ValueError:
+            if month == 2 and day == 29:
+                continue
+            return None
+        if d <= today:
+            return d
+    return None
+
+
+def _dated(today: date, year: int | None, month: int, day: int) -> Span | None:
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    if year is None:
+        d = _recent_date(today, month, day)
+        return None if d is None else _day(d)
+    try:
+        return _day(date(year, month, day))
+    except ValueError:
+        return None
+
+
+def _recent_month(today: date, month: int) -> Span | None:
+    if not 1 <= month <= 12:
+        return None
+    return _month(today.year if month <= today.month else today.year - 1, month)
+
+
+def _weekday_in_week(today: date, weeks_back: int, weekday: int) -> Span:
+    monday = today - timedelta(days=today.weekday() + 7 * weeks_back)
+    return _day(monday + timedelta(days=weekday))
+
+
+def _recent_weekday(today: date, weekday: int, *, strictly_before: bool) -> Span:
+    back = (today.weekday() - weekday) % 7
+    if back == 0 and strictly_before:
+        back = 7
+    return _day(today - timedelta(days=back))
+
+
+def _ago(today: date, n: int, unit: str) -> Span | None:
+    if n < 0 or n > 5000:
+        return None
+    if unit.startswith(("day", "天")):
+        return _day(today - timedelta(days=n))
+    if unit.startswith(("week", "周", "星期", "礼拜", "個星期", "个星期", "个礼拜")):
+        return _week(today - timedelta(days=7 * n))
+    if unit.startswith(("month", "个月", "個月")):
+        return _month(*_add_months(today.year, today.month, -n))
+    return _year(today.year - n)
+
+
+def _few_days(today: date) -> Span:
+    return today - timedelta(days=7), today, "range"
+
+
+# -- patterns ----------------------------------------------------------------------------------
+
+_N = r"(?:\d{1,2}|[一二三四五六七八九十两廿〇零]{1,3})"
+_ZY = r"(?:\d{4}|[〇零一二三四五六七八九]{4})"
+_WD_ZH = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+_WD_EN = {w: i for i, w in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))}
+_MONTHS = {
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
+    "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12,
+}  # fmt: skip
+# Month names are case-insensitive except May, which must be capitalised (else it is the verb).
+_MON = (
+    r"(?P<mon>(?i:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)|May|MAY)\.?"
+)
+_EY = r"(?P<y>(?:19|20)\d{2})"
+_EN_N = (
+    r"(?P<n>\d{1,4}|(?i:a\s+couple\s+of|couple\s+of|an?|one|two|three|four|five|six|seven|eight|nine|ten"
+    r"|eleven|twelve))"
+)
+_WEEK_ZH = r"(?:周|星期|个星期|礼拜|个礼拜)"
+
+Handler = Callable[[re.Match[str], date], Span | None]
+
+
+def _int(m: re.Match[str], name: str) -> int | None:
+    value = m.group(name)
+    return None if value is None else zh_number(value)
+
+
+def _mon(m: re.Match[str]) -> int:
+    return _MONTHS[m.group("mon").lower()[:3]]
+
+
+def _en_n(m: re.Match[str]) -> int:
+    word = " ".join(m.group("n").lower().split())
+    return int(word) if word.isdigit() else _EN_NUMBERS[word]
+
+
+def _zh_full(m: re.Match[str], today: date) -> Span | None:
+    y, mo, d = _int(m, "y"), _int(m, "m"), _int(m, "d")
+    return None if y is None or mo is None or d is None else _dated(today, y, mo, d)
+
+
+def _zh_md(m: re.Match[str], today: date) -> Span | None:
+    mo, d = _int(m, "m"), _int(m, "d")
+    return None if mo is None or d is None else _dated(today, None, mo, d)
+
+
+def _zh_ym(m: re.Match[str], today: date) -> Span | None:
+    y, mo = _int(m, "y"), _int(m, "m")
+    return _month(y, mo) if y is not None and mo is not None and 1 <= mo <= 12 else None
+
+
+def _zh_y(m: re.Match[str], today: date) -> Span | None:
+    y = _int(m, "y")
+    return _year(y) if y is not None and 1900 <= y <= 2200 else None
+
+
+def _zh_m(m: re.Match[str], today: date) -> Span | None:
+    mo = _int(m, "m")
+    return None if mo is None else _recent_month(today, mo)
+
+
+def _zh_ago(m: re.Match[str], today: date) -> Span | None:
+    n = _int(m, "n")
+    return None if n is None else _ago(today, n, m.group("u"))
+
+
+def _zh_weekday(m: re.Match[str], today: date) -> Span | None:
+    wd = _WD_ZH[m.group("wd")]
+    rel = m.group("rel") or ""
+    if rel.startswith("上"):
+        return _weekday_in_week(today, rel.count("上"), wd)
+    if rel:  # 这周三 / 本周三
+        return _weekday_in_week(today, 0, wd)
+    return _recent_weekday(today, wd, strictly_before=False)
+
+
+def _en_weekday(m: re.Match[str], today: date) -> Span | None:
+    wd = _WD_EN[m.group("wd").lower()]
+    rel = (m.group("rel") or "").lower()
+    if rel == "this":
+        return _weekday_in_week(today, 0, wd)
+    return _recent_weekday(today, wd, strictly_before=rel in ("last", "past"))
+
+
+def _en_ymd(m: re.Match[str], today: date) -> Span | None:
+    return _dated(today, int(m.group("y")), int(m.group("m")), int(m.group("d")))
+
+
+def _en_us(m: re.Match[str], today: date) -> Span | None:
+    y = m.group("y")
+    year = None if y is None else int(y) + (2000 if len(y) == 2 else 0)
+    return _dated(today, year, int(m.group("m")), int(m.group("d")))
+
+
+def _en_named(m: re.Match[str], today: date) -> Span | None:
+    y = m.group("y")
+    return _dated(today, None if y is None else int(y), _mon(m), int(m.group("d")))
+
+
+def _en_month_year(m: re.Match[str], today: date) -> Span | None:
+    return _month(int(m.group("y")), _mon(m))
+
+
+def _en_in_month(m: re.Match[str], today: date) -> Span | None:
+    return _recent_month(today, _mon(m))
+
+
+def _en_ago(m: re.Match[str], today: date) -> Span | None:
+    return _ago(today, _en_n(m), m.group("u").lower())
+
+
+def _rolling(today: date, n: int, unit: str) -> Span | None:
+    """The last ``n`` units up to and including today ("past 3 days", 最近三天)."""
+    days = {"d": 1, "w": 7, "m": 30, "天": 1, "月": 30}.get(unit[0], 7) * n
+    if unit.endswith("月"):
+        days = 30 * n
+    if not 0 < days <= 36_600:
+        return None
+    return today - timedelta(days=days - 1), today + timedelta(days=1), "range"
+
+
+def _en_rolling(m: re.Match[str], today: date) -> Span | None:
+    if m.group("n") is None and not m.group().lower().startswith(("the", "in")) and "past" not in m.group().lower():
+        return None  # "last week" alone is the calendar week (a later rule); "the last week" is rolling
+    n = 1 if m.group("n") is None else _en_n(m)
+    return _rolling(today, n, m.group("u").lower())
+
+
+def _zh_rolling(m: re.Match[str], today: date) -> Span | None:
+    n = _int(m, "n")
+    return None if n is None else _rolling(today, n, m.group("u"))
+
+
+def _fixed(fn: Callable[[date], Span]) -> Handler:
+    return lambda m, today: fn(today)
+
+
+def _days_back(n: int) -> Handler:
+    return _fixed(lambda t: _day(t - timedelta(days=n)))
+
+
+def _weeks_back(n: int) -> Handler:
+    return _fixed(lambda t: _week(t - timedelta(days=7 * n)))
+
+
+def _months_back(n: int) -> Handler:
+    return _fixed(lambda t: _month(*_add_months(t.year, t.month, -n)))
+
+
+def _years_back(n: int) -> Handler:
+    return _fixed(lambda t: _year(t.year - n))
+
+
+def _weekend(n: int) -> Handler:
+    def span(t: date) -> Span:
+        saturday = t - timedelta(days=t.weekday() + 7 * n) + timedelta(days=5)
+        return saturday, saturday + timedelta(days=2), "range"
+
+    return _fixed(span)
+
+
+_RULES: list[tuple[re.Pattern[str], Handler]] = [
+    (re.compile(p), h)
+    for p, h in [
+        # Chinese dates.
+        (rf"(?P<y>{_ZY})\s*年\s*(?P<m>{_N})\s*月\s*(?P<d>{_N})\s*[日号號]", _zh_full),
+        (rf"(?<![\d年第])(?P<m>{_N})\s*月\s*(?P<d>{_N})\s*[日号號]", _zh_md),
+        (rf"(?P<y>{_ZY})\s*年\s*(?P<m>{_N})\s*月", _zh_ym),
+        (rf"(?P<y>{_ZY})\s*年(?!代)", _zh_y),
+        (rf"(?<![\d第上下这本每个個几])(?P<m>{_N})\s*月份?(?![\d一二三四五六七八九十]*\s*[日号號])", _zh_m),
+        # Chinese relative days, weeks, months, years.
+        (r"大前天", _days_back(3)),
+        (r"前天|前日", _days_back(2)),
+        (r"昨天|昨日|昨晚|昨儿", _days_back(1)),
+        (r"今天|今日|今早|今晚|今儿", _days_back(0)),
+        (rf"(?P<n>{_N})\s*(?P<u>天|周|个星期|個星期|星期|个礼拜|礼拜|个月|個月|年)\s*(?:以)?前", _zh_ago),
+        (r"几天前|前几天|這幾天前", _fixed(_few_days)),
+        (rf"(?:最近|过去|過去|近)\s*(?P<n>{_N})\s*(?P<u>天|周|个星期|個星期|星期|个月|個月)", _zh_rolling),
+        (rf"(?P<rel>上上|上|这|這|本)?个?{_WEEK_ZH}(?P<wd>[一二三四五六日天])", _zh_weekday),
+        (r"上上周末|上上个?周末", _weekend(2)),
+        (r"上周末|上个?周末", _weekend(1)),
+        (r"上上周|上上个?(?:星期|礼拜)", _weeks_back(2)),
+        (r"上周|上个?(?:星期|礼拜)", _weeks_back(1)),
+        (r"这周|這周|本周|这个?(?:星期|礼拜)", _weeks_back(0)),
+        (r"上上个月", _months_back(2)),
+        (r"上个月|上月|上個月", _months_back(1)),
+        (r"这个月|本月|这月|這個月", _months_back(0)),
+        (r"大前年", _years_back(3)),
+        (r"前年", _years_back(2)),
+        (r"去年", _years_back(1)),
+        (r"今年", _years_back(0)),
+        # English dates.
+        (r"\b(?P<y>(?:19|20)\d{2})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})\b", _en_ymd),
+        (r"(?<![\d/.])(?P<m>\d{1,2})/(?P<d>\d{1,2})(?:/(?P<y>\d{4}|\d{2}))?(?![\d/])", _en_us),
+        (rf"\b{_MON}\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+{_EY}\b)?", _en_named),
+        (rf"\b(?i:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?i:of\s+)?{_MON}(?![a-z])(?:,?\s+{_EY}\b)?", _en_named),
+        (rf"\b{_MON}\s*,?\s+{_EY}\b", _en_month_year),
+        (rf"\b(?i:in|during|since|last|this)\s+{_MON}(?![a-z])", _en_in_month),
+        (rf"\b(?i:in|during|since)\s+{_EY}\b", lambda m, t: _year(int(m.group("y")))),
+        # English relative expressions.
+        (r"(?i)\b(?:the\s+)?day\s+before\s+yesterday\b", _days_back(2)),
+        (r"(?i)\byesterday\b|\blast\s+night\b", _days_back(1)),
+        (r"(?i)\btoday\b|\btonight\b|\bthis\s+(?:morning|afternoon|evening)\b", _days_back(0)),
+        (rf"\b{_EN_N}\s+(?P<u>(?i:days?|weeks?|months?|years?))\s+(?i:ago)\b", _en_ago),
+        (r"(?i)\b(?:a\s+)?(?:few|several)\s+days\s+ago\b|\bthe\s+other\s+day\b", _fixed(_few_days)),
+        (
+            r"(?i)\b(?:(?P<rel>last|this|on|past)\s+)?"
+            r"(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday)(?!s)\b",
+            _en_weekday,
+        ),
+        (r"(?i)\blast\s+weekend\b", _weekend(1)),
+        (r"(?i)\b(?:the\s+)?week\s+before\s+last\b", _weeks_back(2)),
+        (rf"(?i:\b(?:in\s+)?the\s+)?\b(?i:last|past)\s+(?:{_EN_N}\s+)?(?P<u>(?i:days?|weeks?|months?))\b", _en_rolling),
+        (r"(?i)\b(?:last|previous)\s+week\b", _weeks_back(1)),
+        (r"(?i)\bthis\s+week\b", _weeks_back(0)),
+        (r"(?i)\b(?:last|previous)\s+month\b", _months_back(1)),
+        (r"(?i)\bthis\s+month\b", _months_back(0)),
+        (r"(?i)\b(?:last|previous)\s+year\b", _years_back(1)),
+        (r"(?i)\bthis\s+year\b", _years_back(0)),
+    ]
+]
+
+
+def _zone(tz: str | tzinfo) -> tzinfo:
+    if isinstance(tz, tzinfo):
+        return tz
+    if tz.upper() == "UTC":
+        return UTC
+    try:
+        return ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise InvalidInputError(f"unknown time zone {tz!r}: use an IANA name like 'Asia/Shanghai'") from exc
+
+
+def parse_time_window(query: str, now: float, *, tz: str | tzinfo = "UTC") -> TimeWindow | None:
+    """The time span the query names, as ``[start, end)`` POSIX seconds in ``tz``, or None if it names none.
+
+    ``now`` anchors relative expressions ("yesterday", "上周"); see the module docstring for conventions.
+    """
+    if not query:
+        return None
+    zone = _zone(tz)
+    today = datetime.fromtimestamp(now, zone).date()
+    best: tuple[int, int, Span, str] | None = None
+    for pattern, handler in _RULES:
+        for m in pattern.finditer(query):
+            if best is not None and (m.start(), -len(m.group())) >= best[:2]:
+                continue
+            span = handler(m, today)
+            if span is not None:
+                best = (m.start(), -len(m.group()), span, m.group().strip())
+    if best is None:
+        return None
+    first, after, granularity = best[2]
+
+    def ts(d: date) -> float:
+        return datetime.combine(d, time.min, tzinfo=zone).timestamp()
+
+    return TimeWindow(ts(first), ts(after), best[3], granularity)
+
+
+def time_affinity(created_at: float, window: TimeWindow, *, decay_days: float = 3.0) -> float:
+    """1.0 for a time inside the window, ``exp(-d / decay_days)`` at ``d`` days outside it, in [0, 1].
+
+    With ``decay_days <= 0`` the edge is hard (0.0 outside). A non-finite time scores 0.0.
+    """
+    if not math.isfinite(created_at):
+        return 0.0
+    if window.start <= created_at < window.end:
+        return 1.0
+    distance = (window.start - created_at if created_at < window.start else created_at - window.end) / DAY
+    if decay_days <= 0:
+        return 0.0 if distance > 0 else 1.0
+    return math.exp(-distance / decay_days)

@@ -1,0 +1,17 @@
+"""``mneme bench``: performance figures (``store`` now; room for ``retrieval``)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``bench`` and its sub-benchmarks."""
+    from mneme.evaluation.bench_store import register_bench
+
+    parser = subparsers.add_parser("bench", help="measure performance (prints figures)")
+    sub = parser.add_subparsers(dest="bench", required=True, metavar="BENCH")
+    register_bench(sub)
+    from mneme.evaluation.bench_retrieval import register_retrieval
+
+    register_retrieval(sub)

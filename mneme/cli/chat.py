@@ -1,0 +1,93 @@
+"""``mneme chat``: talk to the agent in a terminal, or script it one message per line.
+
+On a terminal it is an interactive prompt with a one-line banner. With stdin from a pipe or file it
+reads one message per line and prints exactly one reply per message (a reply may span lines), flushed
+after each, so other programs can drive it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import uuid
+from typing import Any, TextIO
+
+from mneme.errors import MnemeError
+
+EXIT_WORDS = frozenset({"/exit", "/quit", "exit", "quit", "退出"})
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``chat`` subcommand."""
+    p = subparsers.add_parser("chat", help="chat with the agent (interactive, or one message per stdin line)")
+    p.add_argument("--user", "-u", required=True, help="whose memories to use (a user id)")
+    p.add_argument("--thread", "-t", default=None,
+                   help="conversation thread id (default: a new one); threads share long-term memory")
+    p.add_argument("-k", type=int, default=None, help="how many memories and documents to recall")
+    p.add_argument("--no-write", action="store_true", help="do not store this conversation as memory")
+    p.set_defaults(func=run)
+
+
+def _open_graph() -> tuple[Any, Any]:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from mneme.config import Settings
+    from mneme.graph.graph import build_graph
+    from mneme.models import load_chat_model
+    from mneme.stores import open_service
+
+    settings = Settings.from_env()
+    service = open_service(settings)
+    # The checkpointer keeps the thread's turns for this process (short-term memory).
+    graph = build_graph(model=load_chat_model(settings), service=service, checkpointer=InMemorySaver())
+    return graph, service
+
+
+def reply(graph: Any, message: str, *, config: dict[str, Any], context: dict[str, Any]) -> str:
+    """One turn: the agent's answer to ``message`` (errors become a labelled reply, never a crash)."""
+    try:
+        state = graph.invoke({"messages": [{"role": "user", "content": message}]}, config, context=context)
+    except MnemeError as exc:
+        print(f"mneme: error: {exc}", file=sys.stderr, flush=True)
+        return f"[error] {exc}"
+    return str(state.get("answer", ""))
+
+
+def run(args: argparse.Namespace, *, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+    """Run the chat loop until end of input; returns the exit code."""
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    from mneme.memory.base import validate_tenant
+
+    user = validate_tenant(args.user)
+    thread = args.thread or f"cli-{uuid.uuid4().hex[:8]}"
+    context: dict[str, Any] = {"user_id": user, "write_memory": not args.no_write}
+    if args.k is not None:
+        context["k"] = args.k
+    config = {"configurable": {"thread_id": thread}}
+    interactive = stdin.isatty()
+    graph, service = _open_graph()
+    try:
+        if interactive:
+            banner = f"mneme chat - user {user}, thread {thread} (Ctrl-D or /exit to quit)"
+            print(banner, file=stdout, flush=True)
+        while True:
+            if interactive:
+                try:
+                    line = input("> ")
+                except EOFError:
+                    print(file=stdout)
+                    break
+                if line.strip() in EXIT_WORDS:
+                    break
+                if not line.strip():
+                    continue
+            else:
+                raw = stdin.readline()
+                if not raw:
+                    break
+                line = raw.rstrip("\r\n")
+            print(reply(graph, line, config=config, context=context), file=stdout, flush=True)
+    finally:
+        service.close()
+    return 0

@@ -1,0 +1,72 @@
+"""``mneme eval locomo|memorybank``: replay a dataset through the memory-writing path, measure recall."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def _ks(text: str) -> list[int]:
+    try:
+        ks = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--k takes numbers like 1,5,10: {text!r}") from exc
+    if not ks or ks[0] < 1:
+        raise argparse.ArgumentTypeError("--k values must be >= 1")
+    return ks
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``eval locomo`` and ``eval memorybank``."""
+    parser = subparsers.add_parser("eval", help="measure recall on LoCoMo or MemoryBank data")
+    sub = parser.add_subparsers(dest="dataset", required=True, metavar="DATASET")
+    lo = sub.add_parser("locomo", help="LoCoMo-format conversations")
+    lo.add_argument("file", type=Path)
+    lo.add_argument("--include-adversarial", action="store_true", help="also score category 5")
+    mb = sub.add_parser("memorybank", help="MemoryBank-format history and questions")
+    mb.add_argument("history", type=Path)
+    mb.add_argument("qa", type=Path)
+    for p in (lo, mb):
+        p.add_argument("--k", type=_ks, default=[1, 5, 10, 25], help="cut-offs, e.g. 1,5,10,25")
+        p.add_argument("--no-forgetting", action="store_true", help="rank without the forgetting curve")
+        p.add_argument("--store", choices=["chroma", "memory"], default="chroma",
+                       help="a temporary embedded Chroma (default) or the in-process store")
+        p.add_argument("--json", dest="json_out", type=Path, help="also write the figures to this file")
+        p.set_defaults(func=_run)
+
+
+def _run(args: Any) -> int:
+    from mneme.clock import FixedClock
+    from mneme.embeddings import load_embedder
+    from mneme.evaluation.datasets import load_locomo, load_memorybank
+    from mneme.evaluation.harness import evaluate, replay
+    from mneme.memory.chroma import open_chroma_store
+    from mneme.memory.inprocess import InProcessStore
+    from mneme.memory.keyword import KeywordIndex
+    from mneme.memory.service import MemoryService
+
+    if args.dataset == "locomo":
+        conversations = load_locomo(args.file, include_adversarial=args.include_adversarial)
+    else:
+        conversations = load_memorybank(args.history, args.qa)
+    embedder = load_embedder("use-m3")
+    with tempfile.TemporaryDirectory(prefix="mneme-eval-") as tmp:
+        store: Any = InProcessStore(embedder) if args.store == "memory" else open_chroma_store(
+            data_dir=Path(tmp), embedder=embedder, prefix="eval")
+        service = MemoryService(store, keyword=KeywordIndex(Path(tmp) / "kw.sqlite3"), clock=FixedClock(0))
+        try:
+            writes = replay(service, conversations)
+            result = evaluate(service, conversations, ks=args.k, forgetting=not args.no_forgetting)
+        finally:
+            service.close()
+    result = {"dataset": args.dataset, "conversations": len(conversations), "writes": writes, **result}
+    text = json.dumps(result, ensure_ascii=False, indent=2)
+    print(text)
+    if args.json_out:
+        args.json_out.write_text(text + "\n", encoding="utf-8")
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,94 @@
+"""Replay conversations through the real memory-writing path, then measure retrieval.
+
+For each conversation (a tenant): every exchange goes through ``MemoryService.remember_turn`` at the
+data's own time; then every question is asked at ``asked_at`` and the top-k recalled items are mapped
+back to source turns through their provenance. recall@k = |evidence ∩ turns of the top k| / |evidence|,
+averaged over questions that have evidence. Items from another tenant count as isolation violations.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from mneme.evaluation.datasets import Conversation
+from mneme.memory.fusion import count_tokens
+from mneme.memory.service import MemoryService, RecallOptions
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100) by linear interpolation; 0 for no values."""
+    if not values:
+        return 0.0
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo, hi = int(pos), min(int(pos) + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def replay(service: MemoryService, conversations: Sequence[Conversation],
+           progress: Callable[[int], None] | None = None) -> dict[str, int]:
+    """Write every exchange of every conversation into memory, in time order; return write counts."""
+    counts: dict[str, int] = defaultdict(int)
+    for conv in conversations:
+        for ex in sorted(conv.exchanges, key=lambda e: e.timestamp):
+            report = service.remember_turn(conv.tenant, user_text=ex.user_text, assistant_text=ex.assistant_text,
+                                           thread_id=ex.thread_id, now=ex.timestamp, turn_ids=ex.turn_ids)
+            counts["turns"] += 1
+            counts["records"] += len(report.stored)
+            if report.skipped:
+                counts[f"skipped:{report.skipped}"] += 1
+            if progress:
+                progress(1)
+    return dict(counts)
+
+
+def evaluate(service: MemoryService, conversations: Sequence[Conversation], *, ks: Sequence[int] = (1, 5, 10, 25),
+             forgetting: bool = True, options: RecallOptions | None = None) -> dict[str, Any]:
+    """Ask every question of every conversation and report recall@k, by category, latency and isolation."""
+    ks = sorted(set(ks))
+    kmax = max(ks)
+    recall_sum: dict[int, float] = defaultdict(float)
+    by_cat: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    cat_n: dict[str, int] = defaultdict(int)
+    tokens: dict[int, list[int]] = defaultdict(list)
+    latencies: list[float] = []
+    violations = 0
+    n = 0
+    options = replace(options or RecallOptions(), k=kmax, include_documents=False, forgetting=forgetting,
+                      max_tokens=10**9, reinforce=False, mmr=False)
+    for conv in conversations:
+        for q in conv.questions:
+            t0 = time.perf_counter()
+            items = service.recall(conv.tenant, q.text, options=options, now=conv.asked_at)
+            latencies.append((time.perf_counter() - t0) * 1000.0)
+            own_prefix = f"{conv.tenant}/"
+            violations += sum(1 for it in items if any(not t.startswith(own_prefix) for t in it.source_turns))
+            if not q.evidence:
+                continue
+            n += 1
+            cat_n[q.category] += 1
+            evidence = set(q.evidence)
+            for k in ks:
+                top = items[:k]
+                turns = {t for it in top for t in it.source_turns}
+                r = len(evidence & turns) / len(evidence)
+                recall_sum[k] += r
+                by_cat[q.category][k] += r
+                tokens[k].append(sum(count_tokens(it.text) for it in top))
+    return {
+        "recall": {str(k): round(recall_sum[k] / n, 4) if n else 0.0 for k in ks},
+        "by_category": {
+            cat: {"recall": {str(k): round(by_cat[cat][k] / cat_n[cat], 4) for k in ks}, "n": cat_n[cat]}
+            for cat in sorted(cat_n)
+        },
+        "n_questions": n,
+        "latency_ms": {"p50": round(percentile(latencies, 50), 2), "p95": round(percentile(latencies, 95), 2)},
+        "context_tokens_mean": {str(k): round(statistics.fmean(tokens[k]), 1) if tokens[k] else 0.0 for k in ks},
+        "isolation_violations": violations,
+        "forgetting": forgetting,
+    }

@@ -1,0 +1,52 @@
+"""Choosing the memory backend from settings: a Chroma server when ``MNEME_CHROMA_URL`` is set, else embedded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mneme.clock import Clock, system_clock
+from mneme.config import Settings
+from mneme.embeddings import load_embedder
+from mneme.memory.base import Embedder, MemoryStore
+
+if TYPE_CHECKING:
+    from mneme.memory.service import MemoryService
+
+
+def settings_embedder(settings: Settings) -> Embedder:
+    """The embedder ``MNEME_EMBEDDINGS`` names (loaded once per process)."""
+    return load_embedder(settings.embeddings, api_key=settings.openai_api_key, base_url=settings.openai_base_url)
+
+
+def open_store(settings: Settings, *, embedder: Embedder | None = None) -> MemoryStore:
+    """Open the Chroma store the settings describe: server at ``chroma_url`` or embedded under ``data_dir``."""
+    from mneme.memory.chroma import open_chroma_store
+
+    embedder = embedder or settings_embedder(settings)
+    if settings.chroma_url:
+        return open_chroma_store(url=settings.chroma_url, embedder=embedder, prefix=settings.collection_prefix)
+    return open_chroma_store(data_dir=settings.data_dir, embedder=embedder, prefix=settings.collection_prefix)
+
+
+def keyword_index_path(settings: Settings) -> Path:
+    """Where the keyword (BM25) index lives: beside embedded Chroma, or in the data dir in server mode."""
+    name = "keyword.sqlite3" if not settings.chroma_url else f"keyword-{_url_slug(settings.chroma_url)}.sqlite3"
+    return settings.data_dir / f"{settings.collection_prefix}-{name}"
+
+
+def _url_slug(url: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in url.split("://", 1)[-1]).strip("_")[:60]
+
+
+def open_service(settings: Settings, *, embedder: Embedder | None = None, model: Any = None,
+                 clock: Clock = system_clock) -> MemoryService:
+    """Open the memory service the settings describe: the store, its keyword index, checked against each other."""
+    from mneme.memory.keyword import KeywordIndex
+    from mneme.memory.service import MemoryService
+
+    store = open_store(settings, embedder=embedder)
+    keyword = KeywordIndex(keyword_index_path(settings))
+    service = MemoryService(store, keyword=keyword, clock=clock, model=model)
+    service.sync_keyword_index()
+    return service

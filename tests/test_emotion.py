@@ -1,0 +1,83 @@
+"""The lexicon emotion detector: Chinese and English cues, negation, intensifiers, thresholds."""
+
+from __future__ import annotations
+
+import pytest
+
+from mneme.memory.emotion import detect_emotion
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "最近工作压力有些大，有时候会感到焦虑和心烦",
+        "我好难过",
+        "我失恋了",
+        "我被裁了，真的想哭",
+        "我很不开心",
+        "I'm sad",
+        "I'm so stressed and I can't sleep",
+        "not happy today",
+        "I feel lonely and anxious",
+        "My grandmother passed away last week",
+    ],
+)
+def test_negative_texts(text: str) -> None:
+    emotion = detect_emotion(text)
+    assert emotion.label == "negative"
+    assert 0 < emotion.score <= 1
+    assert emotion.cues
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我喜欢爵士乐",
+        "我不难过",
+        "没有焦虑",
+        "压力不大",
+        "麻烦你帮我查一下",
+        "我讨厌香菜",  # a dislike, not distress
+        "I hate cilantro",
+        "I'm not sad",
+        "I don't feel anxious at all",
+        "明天去北京",
+        "",
+    ],
+)
+def test_not_negative(text: str) -> None:
+    assert detect_emotion(text).label != "negative"
+
+
+@pytest.mark.parametrize("text", ["我今天好开心！", "I'm so happy, I got promoted", "太好了，面试通过了"])
+def test_positive_texts(text: str) -> None:
+    assert detect_emotion(text).label == "positive"
+
+
+def test_neutral_has_zero_score() -> None:
+    emotion = detect_emotion("明天去北京")
+    assert emotion.label == "neutral" and emotion.score == 0.0
+
+
+def test_intensifier_raises_the_score() -> None:
+    assert detect_emotion("I'm very sad").score > detect_emotion("I'm sad").score
+    assert detect_emotion("我非常焦虑").score > detect_emotion("我焦虑").score
+
+
+def test_more_cues_score_higher() -> None:
+    assert detect_emotion("我很焦虑，也很难过，还失眠").score > detect_emotion("我很焦虑").score
+
+
+def test_negated_positive_is_named_in_cues() -> None:
+    assert detect_emotion("我不开心").cues == ["不开心"]
+    assert detect_emotion("I am not happy").cues == ["not happy"]
+
+
+def test_negation_does_not_cross_a_clause_break() -> None:
+    assert detect_emotion("不，我很难过").label == "negative"
+    assert detect_emotion("No, I'm really sad").label == "negative"
+
+
+def test_mixed_tone_goes_to_the_stronger_side() -> None:
+    assert detect_emotion("I'm very happy but a bit worried").label == "positive"
+    assert detect_emotion("有点开心，但更多的是焦虑和难过").label == "negative"

@@ -1,0 +1,176 @@
+"""The LangServe app over a real uvicorn server: OpenAI-style input, identity headers, playground."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from langgraph.checkpoint.memory import InMemorySaver
+
+from mneme.graph import build_graph
+from mneme.memory.inprocess import InProcessStore
+from mneme.serve import create_app
+from mneme.testing import FakeChatModel, FakeEmbeddings
+
+pytestmark = pytest.mark.server
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _serve(app: Any) -> Iterator[str]:
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    graph = build_graph(store=InProcessStore(FakeEmbeddings()), checkpointer=InMemorySaver())
+    yield from _serve(create_app(graph=graph))
+
+
+def ask(
+    base_url: str, text: str, *, user: str | None, thread: str | None = None, **body: Any
+) -> httpx.Response:
+    headers = {k: v for k, v in (("X-User-Id", user), ("X-Thread-Id", thread)) if v}
+    payload = {"input": {"messages": [{"role": "user", "content": text}]}, **body}
+    return httpx.post(f"{base_url}/agent/invoke", json=payload, headers=headers, timeout=60)
+
+
+def test_openai_style_messages_are_answered(base_url: str) -> None:
+    r = ask(base_url, "我住在杭州，我养了一只叫豆豆的猫", user="alice", thread="t1")
+    assert r.status_code == 200, r.text
+    out = r.json()["output"]
+    assert out["messages"][0]["type"] == "human"
+    assert out["answer"].startswith("[仅记忆模式")
+    assert out["memory_report"]["stored"]
+
+
+def test_memory_crosses_threads_but_not_users(base_url: str) -> None:
+    assert ask(base_url, "My favourite tea is oolong", user="alice", thread="t1").status_code == 200
+    answer = ask(base_url, "Which tea is my favourite?", user="alice", thread="t2").json()["output"]["answer"]
+    assert "oolong" in answer
+    # bob cannot borrow alice's identity through the request body: the header decides
+    r = ask(
+        base_url,
+        "Which tea is my favourite?",
+        user="bob",
+        thread="t3",
+        config={"configurable": {"user_id": "alice"}},
+    )
+    assert r.status_code == 200 and "oolong" not in r.json()["output"]["answer"]
+
+
+def test_a_thread_keeps_its_short_term_history(base_url: str) -> None:
+    ask(base_url, "first message in this thread", user="carol", thread="keep")
+    out = ask(base_url, "second message", user="carol", thread="keep").json()["output"]
+    assert [m["content"] for m in out["messages"] if m["type"] == "human"] == [
+        "first message in this thread",
+        "second message",
+    ]
+
+
+def test_langchain_style_messages_are_accepted(base_url: str) -> None:
+    payload = {"input": {"messages": [{"type": "human", "content": "hello there"}]}}
+    r = httpx.post(f"{base_url}/agent/invoke", json=payload, headers={"X-User-Id": "dave"}, timeout=60)
+    assert r.status_code == 200, r.text
+
+
+@pytest.mark.parametrize(("user", "status"), [(None, 400), ("bad user/id", 400)])
+def test_a_missing_or_bad_user_header_is_a_client_error(base_url: str, user: str | None, status: int) -> None:
+    r = ask(base_url, "hi", user=user)
+    assert r.status_code == status
+    assert "X-User-Id" in r.json()["detail"]
+
+
+def test_malformed_input_is_rejected(base_url: str) -> None:
+    bad = {"input": {"messages": [{"role": "wizard", "content": "hi"}]}}
+    assert httpx.post(f"{base_url}/agent/invoke", json=bad, headers={"X-User-Id": "a"}).status_code == 422
+    empty = {"input": {"messages": []}}
+    assert httpx.post(f"{base_url}/agent/invoke", json=empty, headers={"X-User-Id": "a"}).status_code == 422
+
+
+def test_stream_and_batch_work(base_url: str) -> None:
+    payload = {"input": {"messages": [{"role": "user", "content": "streaming hello"}]}}
+    with httpx.stream(
+        "POST", f"{base_url}/agent/stream", json=payload, headers={"X-User-Id": "erin"}, timeout=60
+    ) as r:
+        body = "".join(r.iter_text())
+    assert r.status_code == 200 and "event: data" in body and "write_memory" in body
+    batch = {"inputs": [payload["input"], payload["input"]]}
+    r2 = httpx.post(f"{base_url}/agent/batch", json=batch, headers={"X-User-Id": "erin"}, timeout=60)
+    assert r2.status_code == 200 and len(r2.json()["output"]) == 2
+
+
+def test_playground_serves_html(base_url: str) -> None:
+    r = httpx.get(f"{base_url}/agent/playground/", timeout=30)
+    assert r.status_code == 200 and "text/html" in r.headers["content-type"]
+    assert "<html" in r.text.lower()
+
+
+def test_a_chat_model_answers_with_recalled_memory() -> None:
+    model = FakeChatModel(handler=lambda msgs: "记得" if "豆豆" in str(msgs[0].content) else "不知道")
+    graph = build_graph(model=model, store=InProcessStore(FakeEmbeddings()), checkpointer=InMemorySaver())
+    for url in _serve(create_app(graph=graph)):
+        ask(url, "我养了一只叫豆豆的猫", user="alice", thread="1")
+        assert ask(url, "我的猫叫什么名字？", user="alice", thread="2").json()["output"]["answer"] == "记得"
+        assert ask(url, "我的猫叫什么名字？", user="bob", thread="3").json()["output"]["answer"] == "不知道"
+
+
+@pytest.mark.slow
+def test_mneme_serve_runs_the_default_app(tmp_path: Path) -> None:
+    """``mneme serve`` with the real defaults (embedded Chroma, use-m3, no key)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MNEME_", "LANGSMITH_"))}
+    env["MNEME_DATA_DIR"] = str(tmp_path / "data")
+    port = _free_port()
+    mneme = str(Path(sys.executable).with_name("mneme"))
+    proc = subprocess.Popen(
+        [mneme, "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "mneme serve did not start"
+            time.sleep(0.5)
+        ask(url, "我住在杭州，我养了一只叫豆豆的猫", user="alice", thread="1")
+        assert "豆豆" in ask(url, "我的猫叫什么名字？", user="alice", thread="2").json()["output"]["answer"]
+        assert "豆豆" not in ask(url, "我的猫叫什么名字？", user="bob", thread="3").json()["output"]["answer"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -1,0 +1,234 @@
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mneme.errors import InvalidInputError
+from mneme.memory.timewindow import TimeWindow, parse_time_window, time_affinity, zh_number
+
+# Thursday 14 March 2024, 15:00 UTC.
+NOW = datetime(2024, 3, 14, 15, 0, tzinfo=UTC).timestamp()
+
+
+def span(query, now=NOW, tz="UTC"):
+    w = parse_time_window(query, now, tz=tz)
+    if w is None:
+        return None
+    zone = UTC if tz == "UTC" else ZoneInfo(tz)
+    first = datetime.fromtimestamp(w.start, zone)
+    after = datetime.fromtimestamp(w.end, zone)
+    assert first.time() == after.time() == datetime.min.time()  # windows are whole local days
+    return first.date(), after.date(), w.granularity
+
+
+def day(y, m, d):
+    return date(y, m, d), date(y, m, d) + timedelta(days=1), "day"
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("我5月6号去了哪里", day(2023, 5, 6)),  # May 6 2024 is in the future: last year's
+        ("5月6日", day(2023, 5, 6)),
+        ("五月六号", day(2023, 5, 6)),
+        ("十二月二十五日那天", day(2023, 12, 25)),
+        ("三月十号", day(2024, 3, 10)),
+        ("3月14日", day(2024, 3, 14)),  # today is not in the future
+        ("3月15日", day(2023, 3, 15)),
+        ("2023年5月6日", day(2023, 5, 6)),
+        ("二〇二二年五月六日", day(2022, 5, 6)),
+        ("4月27号这天我做了什么", day(2023, 4, 27)),
+        ("昨天吃了什么", day(2024, 3, 13)),
+        ("昨晚", day(2024, 3, 13)),
+        ("前天", day(2024, 3, 12)),
+        ("大前天", day(2024, 3, 11)),
+        ("今天", day(2024, 3, 14)),
+        ("三天前", day(2024, 3, 11)),
+        ("3天前", day(2024, 3, 11)),
+        ("十天以前", day(2024, 3, 4)),
+        ("上周三", day(2024, 3, 6)),
+        ("上星期天", day(2024, 3, 10)),
+        ("这周一", day(2024, 3, 11)),
+        ("星期四", day(2024, 3, 14)),  # a bare weekday may be today
+        ("周五", day(2024, 3, 8)),
+        ("上周", (date(2024, 3, 4), date(2024, 3, 11), "week")),
+        ("上个星期", (date(2024, 3, 4), date(2024, 3, 11), "week")),
+        ("上上周", (date(2024, 2, 26), date(2024, 3, 4), "week")),
+        ("这周", (date(2024, 3, 11), date(2024, 3, 18), "week")),
+        ("本周", (date(2024, 3, 11), date(2024, 3, 18), "week")),
+        ("两周前", (date(2024, 2, 26), date(2024, 3, 4), "week")),
+        ("上周末", (date(2024, 3, 9), date(2024, 3, 11), "range")),
+        ("上个月", (date(2024, 2, 1), date(2024, 3, 1), "month")),
+        ("本月", (date(2024, 3, 1), date(2024, 4, 1), "month")),
+        ("三个月前", (date(2023, 12, 1), date(2024, 1, 1), "month")),
+        ("5月", (date(2023, 5, 1), date(2023, 6, 1), "month")),
+        ("2023年5月", (date(2023, 5, 1), date(2023, 6, 1), "month")),
+        ("去年", (date(2023, 1, 1), date(2024, 1, 1), "year")),
+        ("前年", (date(2022, 1, 1), date(2023, 1, 1), "year")),
+        ("今年", (date(2024, 1, 1), date(2025, 1, 1), "year")),
+        ("2021年", (date(2021, 1, 1), date(2022, 1, 1), "year")),
+        ("几天前", (date(2024, 3, 7), date(2024, 3, 14), "range")),
+        ("最近三天", (date(2024, 3, 12), date(2024, 3, 15), "range")),
+    ],
+)
+def test_chinese_expressions(query, expected):
+    assert span(query) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What did I do on May 6?", day(2023, 5, 6)),
+        ("6 May", day(2023, 5, 6)),
+        ("May 6th", day(2023, 5, 6)),
+        ("on the 6th of May", day(2023, 5, 6)),
+        ("March 3rd", day(2024, 3, 3)),
+        ("Dec. 25", day(2023, 12, 25)),
+        ("May 6, 2022", day(2022, 5, 6)),
+        ("2023-05-06", day(2023, 5, 6)),
+        ("2023/5/6", day(2023, 5, 6)),
+        ("5/6", day(2023, 5, 6)),  # US order: May 6
+        ("3/1", day(2024, 3, 1)),
+        ("12/25/2022", day(2022, 12, 25)),
+        ("yesterday", day(2024, 3, 13)),
+        ("last night", day(2024, 3, 13)),
+        ("the day before yesterday", day(2024, 3, 12)),
+        ("today", day(2024, 3, 14)),
+        ("two days ago", day(2024, 3, 12)),
+        ("2 days ago", day(2024, 3, 12)),
+        ("last Monday", day(2024, 3, 11)),
+        ("last Thursday", day(2024, 3, 7)),  # strictly before today
+        ("on Thursday", day(2024, 3, 14)),
+        ("this Friday", day(2024, 3, 15)),
+        ("last week", (date(2024, 3, 4), date(2024, 3, 11), "week")),
+        ("this week", (date(2024, 3, 11), date(2024, 3, 18), "week")),
+        ("3 weeks ago", (date(2024, 2, 19), date(2024, 2, 26), "week")),
+        ("a week ago", (date(2024, 3, 4), date(2024, 3, 11), "week")),
+        ("last weekend", (date(2024, 3, 9), date(2024, 3, 11), "range")),
+        ("last month", (date(2024, 2, 1), date(2024, 3, 1), "month")),
+        ("two months ago", (date(2024, 1, 1), date(2024, 2, 1), "month")),
+        ("in May", (date(2023, 5, 1), date(2023, 6, 1), "month")),
+        ("June 2022", (date(2022, 6, 1), date(2022, 7, 1), "month")),
+        ("last year", (date(2023, 1, 1), date(2024, 1, 1), "year")),
+        ("in 2021", (date(2021, 1, 1), date(2022, 1, 1), "year")),
+        ("a few days ago", (date(2024, 3, 7), date(2024, 3, 14), "range")),
+        ("in the past 3 days", (date(2024, 3, 12), date(2024, 3, 15), "range")),
+        ("YESTERDAY", day(2024, 3, 13)),
+    ],
+)
+def test_english_expressions(query, expected):
+    assert span(query) == expected
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "iPhone 6",
+        "iPhone 15 Pro Max",
+        "第5章讲了什么",
+        "我花了3天",
+        "3 days",
+        "you may 6 times",
+        "May I ask something?",
+        "24/7 support",
+        "2月30日",
+        "13/45",
+        "the 1980s",
+        "80年代",
+        "我有两个孩子",
+        "",
+        "blast week",
+        "Mondays are hard",
+        "version 2.3.4",
+    ],
+)
+def test_near_misses_do_not_parse(query):
+    assert parse_time_window(query, NOW) is None
+
+
+def test_earliest_then_longest_expression_wins():
+    assert span("上周三和昨天") == day(2024, 3, 6)
+    assert span("昨天和上周三") == day(2024, 3, 13)
+    w = parse_time_window("我2023年5月6日去了", NOW)
+    assert w is not None and w.expression == "2023年5月6日"
+
+
+def test_expression_is_reported():
+    w = parse_time_window("what happened two days ago?", NOW)
+    assert w is not None and w.expression == "two days ago"
+
+
+def test_leap_day_without_year_finds_the_last_leap_year():
+    now = datetime(2025, 6, 1, tzinfo=UTC).timestamp()
+    assert span("2月29日", now) == day(2024, 2, 29)
+
+
+def test_year_boundary():
+    now = datetime(2024, 1, 2, 12, tzinfo=UTC).timestamp()
+    assert span("上个月", now) == (date(2023, 12, 1), date(2024, 1, 1), "month")
+    assert span("上周", now) == (date(2023, 12, 25), date(2024, 1, 1), "week")
+    assert span("Dec 31", now) == day(2023, 12, 31)
+
+
+def test_time_zone_decides_what_yesterday_is():
+    # 15:00 UTC on 14 March is 23:00 on the 14th in Shanghai (UTC+8) but 00:00 on the 15th in Tokyo.
+    assert span("昨天", tz="Asia/Shanghai") == day(2024, 3, 13)
+    assert span("昨天", tz="Asia/Tokyo") == day(2024, 3, 14)
+    w = parse_time_window("yesterday", NOW, tz="Asia/Shanghai")
+    assert w is not None
+    assert w.start == datetime(2024, 3, 13, tzinfo=ZoneInfo("Asia/Shanghai")).timestamp()
+
+
+def test_dst_day_is_23_hours_long():
+    now = datetime(2024, 3, 11, 12, tzinfo=ZoneInfo("America/New_York")).timestamp()
+    w = parse_time_window("yesterday", now, tz="America/New_York")
+    assert w is not None and w.end - w.start == 23 * 3600
+
+
+def test_unknown_time_zone_is_an_input_error():
+    with pytest.raises(InvalidInputError):
+        parse_time_window("yesterday", NOW, tz="Mars/Olympus")
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("五", 5), ("十", 10), ("十二", 12), ("二十", 20), ("二十五", 25), ("廿五", 25), ("三十一", 31),
+     ("两", 2), ("二〇二三", 2023), ("12", 12), ("十二十", None), ("abc", None)],
+)  # fmt: skip
+def test_chinese_numbers(text, value):
+    assert zh_number(text) == value
+
+
+WINDOW = TimeWindow(start=1000 * 86400.0, end=1001 * 86400.0, expression="x")
+
+
+def test_affinity_is_one_inside_and_decays_outside():
+    assert time_affinity(WINDOW.start, WINDOW) == 1.0
+    assert time_affinity(WINDOW.end - 1, WINDOW) == 1.0
+    one_day_after = time_affinity(WINDOW.end + 86400, WINDOW)
+    three_days_before = time_affinity(WINDOW.start - 3 * 86400, WINDOW)
+    assert 0 < three_days_before < one_day_after < 1
+    assert one_day_after == pytest.approx(2.718281828 ** (-1 / 3))
+
+
+def test_affinity_hard_edge_and_bad_input():
+    assert time_affinity(WINDOW.end + 10, WINDOW, decay_days=0) == 0.0
+    assert time_affinity(float("nan"), WINDOW) == 0.0
+
+
+@given(ts=st.floats(min_value=-1e10, max_value=1e10, allow_nan=False), decay=st.floats(min_value=0, max_value=100))
+def test_affinity_is_in_unit_interval(ts, decay):
+    assert 0.0 <= time_affinity(ts, WINDOW, decay_days=decay) <= 1.0
+
+
+@given(
+    now=st.floats(min_value=0, max_value=4e9),
+    query=st.sampled_from(["昨天", "上周", "上个月", "去年", "5月6号", "May 6", "last week", "3 days ago", "上周三"]),
+)
+def test_windows_are_nonempty_and_never_start_after_now(now, query):
+    w = parse_time_window(query, now)
+    assert w is not None
+    assert w.start < w.end
+    assert w.start <= now
