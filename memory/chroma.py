@@ -58,6 +58,7 @@ from mneme.memory.base import (
     Where,
     validate_tenant,
 )
+from mneme.memory.indexing import search_text
 from mneme.memory.records import (
     check_ids,
     check_records,
@@ -714,7 +715,10 @@ def _copy_embedded(
         if hits.ids:
             texts = [t or "" for t in hits.texts]
             metas = [{**m, "embedder": embedder.info.name} for m in hits.metas]
-            new.add(ids=hits.ids, embeddings=embedder.embed(texts), documents=texts,  # type: ignore[arg-type]
+            # embed what search matches (see ``mneme.memory.indexing``), not just the stored text
+            searched = [search_text(from_metadata(i, t, m, archived=False))
+                        for i, t, m in zip(hits.ids, texts, hits.metas, strict=True)]
+            new.add(ids=hits.ids, embeddings=embedder.embed(searched), documents=texts,  # type: ignore[arg-type]
                     metadatas=metas)  # type: ignore[arg-type]
         offset += len(hits.ids)
         if progress is not None:

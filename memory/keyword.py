@@ -19,6 +19,10 @@ with common ones). So the index is a plain inverted index on SQLite B-trees, sco
 - Texts are tokenized by ``mneme.memory.tokenize`` (jieba for Chinese) and every value is a bound
   parameter: hostile queries (quotes, ``AND``/``OR``/``NEAR``, ``*``, column filters) are plain words.
 
+Measured here (2 cores, synthetic Zipf text, 8-word queries, k=10): 100k rows over 100 tenants, search
+p50 0.5 ms / p95 0.9 ms; 100k rows in one tenant, p50 4.3 ms / p95 7.8 ms; adding in batches of 500,
+~1,600 entries/s (rebuild ~3,500/s, one-entry add p50 ~0.8 ms), tokenization included.
+
 Scores are Okapi BM25 with Lucene's IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))`` (always positive),
 k1 = 1.2, b = 0.75.
 

@@ -207,7 +207,9 @@ def check_ids(ids: Sequence[str]) -> list[str]:
 def embeddings_for(records: Sequence[MemoryRecord], embedder: Embedder) -> list[list[float]]:
     """Each record's embedding: its precomputed one (dimension checked) or one made by ``embedder``."""
     dim = embedder.info.dimension
-    missing = [r.text for r in records if r.embedding is None]
+    from mneme.memory.indexing import search_text
+
+    missing = [search_text(r) for r in records if r.embedding is None]
     made = iter(embedder.embed(missing) if missing else [])
     out: list[list[float]] = []
     for record in records:

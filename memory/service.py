@@ -16,6 +16,7 @@ import asyncio
 import hashlib
 import logging
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -139,8 +140,13 @@ class MemoryService:
         forgetting: ForgettingPolicy | None = None,
         writing: WritePolicy | None = None,
         model: Any = None,
+        sync_interval: float | None = None,
     ) -> None:
         self.store = store
+        self.sync_interval = sync_interval
+        """Seconds between checks that a tenant's keyword index still matches the store (server mode,
+        where other processes write too); ``None`` when this process is the only writer."""
+        self._checked: dict[str, float] = {}
         self.keyword = keyword if keyword is not None else KeywordIndex(None)
         self.clock = clock
         self.forgetting = forgetting or ForgettingPolicy()
@@ -162,6 +168,18 @@ class MemoryService:
             rebuilt += self.keyword.rebuild((self._entry(r) for r in records), user_id=tenant)
         return rebuilt
 
+    def _catch_up(self, user_id: str) -> None:
+        """In server mode, rebuild one tenant's keyword index when another process changed the store."""
+        if self.sync_interval is None:
+            return
+        now = time.monotonic()
+        if now - self._checked.get(user_id, -1e18) < self.sync_interval:
+            return
+        self._checked[user_id] = now
+        if self.store.count(user_id, kinds=None, archived=None) != self.keyword.count(user_id):
+            records = self.store.scan(user_id, kinds=None, archived=None)
+            self.keyword.rebuild((self._entry(r) for r in records), user_id=user_id)
+
     @staticmethod
     def _entry(record: MemoryRecord) -> KeywordEntry:
         return KeywordEntry(record.id, record.user_id, str(record.kind), search_text(record), record.archived)
@@ -176,6 +194,7 @@ class MemoryService:
         query = (query or "").strip()[:MAX_QUERY_CHARS]
         if not query or opts.k <= 0:
             return []
+        self._catch_up(user_id)
         window = parse_time_window(query, now) if opts.time_aware else None
         kinds: list[Kind] = list(MEMORY_KINDS) + ([Kind.DOCUMENT] if opts.include_documents else [])
         pool = max(30, 4 * opts.k)
@@ -217,7 +236,10 @@ class MemoryService:
                 relevance += opts.time_weight * affinity
                 signals["time"] = affinity
             is_doc = rec.kind == Kind.DOCUMENT
-            relevance *= opts.document_weight if is_doc else opts.memory_weight
+            weight = opts.document_weight if is_doc else opts.memory_weight
+            if weight <= 0:  # weight 0 switches a source off, it does not just sink it to score 0
+                continue
+            relevance *= weight
             signals["relevance"] = relevance
             score = relevance
             if opts.forgetting and not is_doc:
@@ -298,11 +320,10 @@ class MemoryService:
         if plan.skipped:
             report.skipped = plan.skip_reason
             return report
-        if plan.content_hash and any(True for _ in self.store.scan(
-                user_id, kinds=[Kind.EPISODIC, Kind.SUMMARY], where={"content_hash": plan.content_hash},
-                batch_size=1)):
-            report.skipped = "repeat"
-            return report
+        # An exact repeat adds no episode, but may still change a fact ("我住在上海" again after a move).
+        repeat = bool(plan.content_hash) and any(True for _ in self.store.scan(
+            user_id, kinds=[Kind.EPISODIC, Kind.SUMMARY], where={"content_hash": plan.content_hash},
+            batch_size=1))
         meta: dict[str, Any] = {"content_hash": plan.content_hash, "language": plan.language}
         for kind, n in plan.redactions.items():
             meta[f"redacted_{kind}"] = n
@@ -311,20 +332,22 @@ class MemoryService:
         base = dict(user_id=user_id, created_at=now, thread_id=thread_id, source_turns=list(turn_ids),
                     importance=plan.importance, emotion=plan.emotion.label)
         records: list[MemoryRecord] = []
-        if plan.episodic_text:
+        if plan.episodic_text and not repeat:
             context = context_of(previous)
             records.append(MemoryRecord(id=_new_id("ep"), kind=Kind.EPISODIC, text=plan.episodic_text,
                                         metadata={**meta, **({"context": context} if context else {})}, **base))
-        if plan.summary_text:
+        if plan.summary_text and not repeat:
             records.append(MemoryRecord(id=_new_id("sum"), kind=Kind.SUMMARY, text=plan.summary_text,
                                         metadata=dict(meta), **base))
         for fact in plan.facts:
             kind = Kind.PREFERENCE if fact.kind == "preference" else Kind.FACT
             current = self.store.get_by_key(user_id, kind, fact.key)
+            if current is None:  # a value gc archived is still the latest one: keep its history
+                current = next(iter(self.store.get(user_id, [_slot_id(user_id, kind, fact.key)])), None)
             history = list(current.history) if current else []
-            if current is not None and current.text == fact.text:
-                continue  # the same value again: nothing new to keep
-            if current is not None:
+            if current is not None and current.text == fact.text and not current.archived:
+                continue  # the same value again: nothing new to keep (an archived one is revived)
+            if current is not None and current.text != fact.text:
                 history.append({"text": current.text, "created_at": current.created_at, "replaced_at": now})
             records.append(MemoryRecord(
                 id=current.id if current else _slot_id(user_id, kind, fact.key), kind=kind, text=fact.text,
@@ -334,6 +357,7 @@ class MemoryService:
                 **{**base, "importance": max(plan.importance, 0.6), "emotion": "neutral"},
             ))
         if not records:
+            report.skipped = "repeat" if repeat else None
             return report
         vectors = self.store.embedder.embed([search_text(r) for r in records])
         records = [replace(r, embedding=v) for r, v in zip(records, vectors, strict=True)]

@@ -22,6 +22,7 @@ class FixedClock:
         self.now = start.timestamp() if isinstance(start, datetime) else float(start)
 
     def __call__(self) -> float:
+        """The current (fixed) time."""
         return self.now
 
     def set(self, when: float | datetime) -> None:

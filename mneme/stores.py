@@ -47,6 +47,8 @@ def open_service(settings: Settings, *, embedder: Embedder | None = None, model:
 
     store = open_store(settings, embedder=embedder)
     keyword = KeywordIndex(keyword_index_path(settings))
-    service = MemoryService(store, keyword=keyword, clock=clock, model=model)
+    # With a server, other processes write too: re-check each user's keyword index every few seconds.
+    service = MemoryService(store, keyword=keyword, clock=clock, model=model,
+                            sync_interval=5.0 if settings.chroma_url else None)
     service.sync_keyword_index()
     return service

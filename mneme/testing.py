@@ -54,8 +54,14 @@ class FakeChatModel(BaseChatModel):
     handler: Handler | None = None
     default: str = "好的。"
     calls: list[list[BaseMessage]] = Field(default_factory=list)
+    structured_responses: list[Any] | None = None
+    """When set, ``with_structured_output`` answers from this script instead (the last one repeats) and
+    records its prompts in ``structured_calls``, so ``responses`` and ``calls`` stay the chat's own: handy
+    when one model both answers and extracts memories (``{}`` extracts nothing)."""
+    structured_calls: list[list[BaseMessage]] = Field(default_factory=list)
     bound_tools: list[Any] = Field(default_factory=list)
     _index: int = PrivateAttr(default=0)
+    _structured_index: int = PrivateAttr(default=0)
 
     @property
     def _llm_type(self) -> str:
@@ -70,6 +76,15 @@ class FakeChatModel(BaseChatModel):
             self._index += 1
         else:
             out = self.default
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+    def _next_structured(self, messages: Sequence[BaseMessage]) -> Response:
+        self.structured_calls.append(list(messages))
+        script = self.structured_responses or [{}]
+        out = script[min(self._structured_index, len(script) - 1)]
+        self._structured_index += 1
         if isinstance(out, Exception):
             raise out
         return out
@@ -125,7 +140,7 @@ class FakeChatModel(BaseChatModel):
 
         def invoke(value: Any) -> Any:
             messages = _to_messages(value)
-            out = self._next(messages)
+            out = self._next(messages) if self.structured_responses is None else self._next_structured(messages)
             raw = self._as_message(out)
             try:
                 parsed = _parse(out, schema)

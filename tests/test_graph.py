@@ -64,7 +64,7 @@ def test_graph_wires_the_four_nodes_in_order(store: InProcessStore) -> None:
 def test_a_fact_told_in_one_thread_reaches_the_prompt_in_another(
     store: InProcessStore, fact: str, question: str, needle: str
 ) -> None:
-    model = FakeChatModel(default="ok")
+    model = FakeChatModel(default="ok", structured_responses=[{}])
     graph = build_graph(model=model, store=store, checkpointer=InMemorySaver(), clock=FixedClock(T0))
     say(graph, fact, user="alice", thread="t1")
     out = say(graph, question, user="alice", thread="t2")
@@ -104,7 +104,9 @@ def test_async_and_sync_runs_agree(store: InProcessStore) -> None:
 
 
 def test_rewrite_uses_thread_history_from_the_checkpointer(store: InProcessStore) -> None:
-    model = FakeChatModel(responses=["星河项目进展顺利。", "星河项目的利润率", "利润率是15%。"])
+    model = FakeChatModel(
+        responses=["星河项目进展顺利。", "星河项目的利润率", "利润率是15%。"], structured_responses=[{}]
+    )
     graph = build_graph(model=model, store=store, checkpointer=InMemorySaver())
     say(graph, "我们在做星河项目", user="alice", thread="t")
     out = say(graph, "它的利润率呢?", user="alice", thread="t")
@@ -115,7 +117,7 @@ def test_rewrite_uses_thread_history_from_the_checkpointer(store: InProcessStore
 
 
 def test_hostile_memory_stays_inside_the_data_tags(store: InProcessStore) -> None:
-    model = FakeChatModel(default="ok")
+    model = FakeChatModel(default="ok", structured_responses=[{}])
     graph = build_graph(model=model, store=store)
     say(
         graph,
@@ -142,10 +144,10 @@ def test_empty_message_gets_a_polite_reply_and_stores_nothing(store: InProcessSt
 def test_a_run_without_a_user_fails_clearly(store: InProcessStore) -> None:
     graph = build_graph(store=store)
     with pytest.raises(InvalidTenantError, match="user_id"):
-        graph.invoke({"messages": [{"role": "user", "content": "hi"}]})
+        graph.invoke({"messages": [{"role": "user", "content": "I live in Oslo"}]})
     # ... but config.configurable.user_id is enough (how LangServe passes it)
     out = graph.invoke(
-        {"messages": [{"role": "user", "content": "hi"}]}, {"configurable": {"user_id": "carol"}}
+        {"messages": [{"role": "user", "content": "I live in Oslo"}]}, {"configurable": {"user_id": "carol"}}
     )
     assert out["memory_report"]["stored"]
 

@@ -281,6 +281,9 @@ def test_write_memory_never_raises_into_the_reply(service: MemoryService, caplog
         def remember_turn(self, user_id: str, **kwargs: Any) -> Any:
             raise RuntimeError("disk full")
 
+        async def aremember_turn(self, user_id: str, **kwargs: Any) -> Any:
+            raise RuntimeError("disk full")
+
     broken = Broken(service.store)
     out = run(nodes.write_memory(_turn("I live in Paris", "ok"), cfg(), rt(), service=broken, model=None))
     assert out["memory_report"]["skipped"] == "error"

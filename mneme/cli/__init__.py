@@ -33,7 +33,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mneme`` console script; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args.func(args) or 0)
     except MnemeError as exc:

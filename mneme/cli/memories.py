@@ -12,8 +12,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from mneme.memory.base import Kind, MemoryStore, validate_tenant
+from mneme.memory.base import SHARED_TENANT, Kind, MemoryStore, validate_tenant
 from mneme.memory.records import record_to_json
+from mneme.memory.service import MemoryService, RecallOptions
 
 
 def list_memories(store: MemoryStore, user_id: str, kinds: Sequence[Kind] | None = None) -> list[dict[str, Any]]:
@@ -27,17 +28,24 @@ def export_memories(store: MemoryStore, user_id: str) -> Iterator[dict[str, Any]
     yield from list_memories(store, user_id)
 
 
-def search_memories(store: MemoryStore, user_id: str, query: str, *, k: int = 10) -> list[dict[str, Any]]:
-    """The ``k`` records of ``user_id`` (memories and private documents) nearest to ``query``, with scores."""
-    user_id = validate_tenant(user_id)
-    vector = store.embedder.embed([query])[0]
-    hits = store.search(user_id, vector, kinds=list(Kind), k=k)
-    return [{**record_to_json(h.record), "score": round(h.score, 4)} for h in hits]
+def search_memories(service: MemoryService, user_id: str, query: str, *, k: int = 10) -> list[dict[str, Any]]:
+    """Recall for ``user_id`` as the agent would (hybrid, re-ranked; no reinforcement), with scores."""
+    options = RecallOptions(k=k, reinforce=False, max_tokens=10**9)
+    items = service.recall(validate_tenant(user_id), query, options=options)
+    records = {r.id: r for r in service.store.get(user_id, [it.id for it in items])}
+    shared = {r.id: r for r in service.store.get(SHARED_TENANT, [it.id for it in items if it.id not in records])}
+    out = []
+    for it in items:
+        rec = records.get(it.id) or shared.get(it.id)
+        if rec is not None:
+            out.append({**record_to_json(rec), "score": round(it.score, 4), "signals": it.as_dict()["signals"]})
+    return out
 
 
-def delete_memories(store: MemoryStore, user_id: str, ids: Sequence[str] | None = None) -> int:
+def delete_memories(service: MemoryService, user_id: str, ids: Sequence[str] | None = None) -> int:
     """Delete these records of ``user_id``, or with ``ids=None`` everything: memories, archive, documents."""
-    return store.delete(validate_tenant(user_id), ids=ids, archived=None)
+    user_id = validate_tenant(user_id)
+    return service.forget_user(user_id) if ids is None else service.delete(user_id, ids)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -71,11 +79,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     export.set_defaults(func=_export)
 
 
-def _open() -> MemoryStore:
+def _open() -> MemoryService:
     from mneme.config import Settings
-    from mneme.stores import open_store
+    from mneme.stores import open_service
 
-    return open_store(Settings.from_env())
+    return open_service(Settings.from_env())
 
 
 def _print_items(items: list[dict[str, Any]], as_json: bool) -> None:
@@ -89,40 +97,40 @@ def _print_items(items: list[dict[str, Any]], as_json: bool) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    store = _open()
+    service = _open()
     try:
         kinds = [Kind(k) for k in args.kind] if args.kind else None
-        _print_items(list_memories(store, args.user, kinds), args.json)
+        _print_items(list_memories(service.store, args.user, kinds), args.json)
     finally:
-        store.close()
+        service.close()
     return 0
 
 
 def _search(args: argparse.Namespace) -> int:
-    store = _open()
+    service = _open()
     try:
-        _print_items(search_memories(store, args.user, args.query, k=args.k), args.json)
+        _print_items(search_memories(service, args.user, args.query, k=args.k), args.json)
     finally:
-        store.close()
+        service.close()
     return 0
 
 
 def _delete(args: argparse.Namespace) -> int:
-    store = _open()
+    service = _open()
     try:
-        count = delete_memories(store, args.user, None if args.all else args.ids)
+        count = delete_memories(service, args.user, None if args.all else args.ids)
     finally:
-        store.close()
+        service.close()
     print(f"deleted {count} record(s) of {args.user}", file=sys.stderr)
     return 0
 
 
 def _export(args: argparse.Namespace) -> int:
-    store = _open()
+    service = _open()
     try:
-        for item in export_memories(store, args.user):
+        for item in export_memories(service.store, args.user):
             sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
     finally:
-        store.close()
+        service.close()
     return 0
 

@@ -24,7 +24,8 @@ from mneme.memory.base import Kind, MemoryRecord
 _ZH_SUBJECTS = ["我", "我妈妈", "我的同事", "我朋友小王", "我们团队", "我女儿", "我男朋友", "我的老板"]
 _ZH_VERBS = ["喜欢", "去了", "买了", "讨论了", "学习了", "推荐了", "想去", "计划", "讨厌", "养了"]
 _ZH_OBJECTS = ["杭州西湖", "一只猫", "爵士乐", "川菜", "马拉松", "新项目的预算", "《百年孤独》", "钢琴课", "日语",
-               "周末露营", "羽毛球", "咖啡店", "黄山", "量子计算", "利润率报表", "科幻电影", "瑜伽", "烘焙", "股票", "吉他"]
+               "周末露营", "羽毛球", "咖啡店", "黄山", "量子计算", "利润率报表", "科幻电影", "瑜伽", "烘焙",
+               "股票", "吉他"]
 _EN_SUBJECTS = ["I", "My sister", "Our team", "My manager", "My friend Sam", "My son", "We", "My partner"]
 _EN_VERBS = ["love", "visited", "bought", "discussed", "learned", "recommended", "plan to try", "hate", "adopted"]
 _EN_OBJECTS = ["a golden retriever", "the Kyoto trip", "sourdough baking", "the Q3 budget", "rock climbing",

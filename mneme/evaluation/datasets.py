@@ -136,11 +136,11 @@ def load_memorybank(history_path: str | Path, qa_path: str | Path) -> list[Conve
         c.asked_at = (max(e.timestamp for e in c.exchanges) if c.exchanges else 0.0) + 86400.0
         out[user] = c
     for q in qa:
-        c = out.get(q["user"])
-        if c is None:
+        owner = out.get(q["user"])
+        if owner is None:
             raise InvalidInputError(f"question for unknown user {q['user']!r}")
-        c.questions.append(Question(
+        owner.questions.append(Question(
             text=str(q["question"]), category=str(q.get("category", "fact")), answer=str(q.get("answer", "")),
-            evidence=[f"{c.tenant}/{e['date']}#{int(e['turn'])}" for e in q.get("evidence", [])],
+            evidence=[f"{owner.tenant}/{e['date']}#{int(e['turn'])}" for e in q.get("evidence", [])],
         ))
     return list(out.values())
