@@ -154,8 +154,11 @@ class MemoryStore(Protocol):
         """Nearest records of ``user_id`` (and shared documents if asked), best first, across kinds."""
         ...
 
-    def get(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
-        """Records of ``user_id`` with these ids (missing or foreign ids are silently absent)."""
+    def get(self, user_id: str, ids: Sequence[str], *, kinds: Sequence[Kind] | None = None) -> list[MemoryRecord]:
+        """Records of ``user_id`` with these ids (missing or foreign ids are silently absent).
+
+        ``kinds``, when the caller knows them, limits the collections read (live ones only).
+        """
         ...
 
     def get_by_key(self, user_id: str, kind: Kind, key: str) -> MemoryRecord | None:

@@ -295,14 +295,14 @@ class ChromaStore:
         return scored[:k]
 
     @_guarded("get records")
-    def get(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
-        """Records of ``user_id`` with these ids (live or archived); foreign or missing ids are absent."""
+    def get(self, user_id: str, ids: Sequence[str], *, kinds: Sequence[Kind] | None = None) -> list[MemoryRecord]:
+        """Records of ``user_id`` with these ids (live or archived; only live ones of ``kinds`` if given)."""
         user_id = validate_tenant(user_id, allow_shared=True)
         wanted = list(dict.fromkeys(check_ids(ids)))
         if not wanted:
             return []
         found: dict[str, MemoryRecord] = {}
-        for col in self._all:
+        for col in self._all if kinds is None else [self._live[kind] for kind in _kinds(kinds)]:
             hits = _Hits.of(col.get(ids=wanted, where=_scope(user_id, None), include=["documents", "metadatas"]))
             for rid, text, meta in zip(hits.ids, hits.texts, hits.metas, strict=True):
                 found[rid] = from_metadata(rid, text, meta, archived=col is self._archive)

@@ -112,12 +112,15 @@ class InProcessStore:
         hits.sort(key=lambda h: (-h[0], h[1]))
         return [ScoredRecord(row.record(rid), score) for score, rid, row in hits[: max(k, 0)]]
 
-    def get(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
-        """Records of ``user_id`` with these ids; foreign or missing ids are absent."""
+    def get(self, user_id: str, ids: Sequence[str], *, kinds: Sequence[Kind] | None = None) -> list[MemoryRecord]:
+        """Records of ``user_id`` with these ids (only live ones of ``kinds`` if given); others are absent."""
         user_id = validate_tenant(user_id, allow_shared=True)
         with self._lock:
-            return [row.record(rid) for rid in dict.fromkeys(check_ids(ids))
-                    if (row := self._rows.get(rid)) is not None and row.meta["user_id"] == user_id]
+            found = [row.record(rid) for rid in dict.fromkeys(check_ids(ids))
+                     if (row := self._rows.get(rid)) is not None and row.meta["user_id"] == user_id]
+        if kinds is not None:
+            found = [r for r in found if r.kind in kinds and not r.archived]
+        return found
 
     def get_by_key(self, user_id: str, kind: Kind, key: str) -> MemoryRecord | None:
         """The current (live, newest) record of ``kind`` stored under ``key``."""

@@ -232,6 +232,14 @@ class KeywordIndex:
         hits.sort(key=lambda h: (-h[1], h[0]))
         return hits[:k]
 
+    def kinds_of(self, ids: Sequence[str]) -> dict[str, str]:
+        """The indexed kind of each of these ids (absent ids are left out)."""
+        out: dict[str, str] = {}
+        for chunk in _chunks(list(ids)):
+            marks = ",".join("?" * len(chunk))
+            out.update({r[0]: r[1] for r in self._read(f"SELECT id, kind FROM kw_docs WHERE id IN ({marks})", chunk)})
+        return out
+
     def ids(self, user_id: str | None = None) -> set[str]:
         """Every indexed id (of ``user_id`` if given, archived included): for consistency checks."""
         if user_id is None:

@@ -37,6 +37,7 @@ from mneme.memory.forgetting import ForgettingPolicy, combine, retention
 from mneme.memory.fusion import count_tokens, fit_budget, mmr
 from mneme.memory.indexing import context_of, search_text
 from mneme.memory.keyword import KeywordEntry, KeywordIndex
+from mneme.memory.lowvalue import is_low_value
 from mneme.memory.timewindow import parse_time_window, time_affinity
 from mneme.memory.writing import TurnPlan, WritePolicy, aplan_turn, plan_turn
 
@@ -192,8 +193,8 @@ class MemoryService:
         opts = options or RecallOptions()
         now = self.clock() if now is None else now
         query = (query or "").strip()[:MAX_QUERY_CHARS]
-        if not query or opts.k <= 0:
-            return []
+        if not query or opts.k <= 0 or is_low_value(query):
+            return []  # "谢谢！" recalls nothing: listing memories for it would only be noise
         self._catch_up(user_id)
         window = parse_time_window(query, now) if opts.time_aware else None
         kinds: list[Kind] = list(MEMORY_KINDS) + ([Kind.DOCUMENT] if opts.include_documents else [])
@@ -209,11 +210,13 @@ class MemoryService:
         records = {h.record.id: h.record for h in dense}
         dense_scores = {h.record.id: h.score for h in dense}
         missing = [i for i, _ in keyword if i not in records]
-        if missing:
-            for tenant in (user_id, SHARED_TENANT) if opts.include_documents else (user_id,):
-                for rec in self.store.get(tenant, missing):
-                    if not rec.archived and rec.kind in kinds:
-                        records[rec.id] = rec
+        if missing:  # keyword-only hits: read them from the collections of their kinds only
+            kind_of = self.keyword.kinds_of(missing)
+            wanted = sorted({Kind(kind_of[i]) for i in missing if i in kind_of} & set(kinds))
+            tenants = (user_id, SHARED_TENANT) if opts.include_documents and Kind.DOCUMENT in wanted else (user_id,)
+            for tenant in tenants:
+                for rec in self.store.get(tenant, missing, kinds=wanted if tenant == user_id else [Kind.DOCUMENT]):
+                    records[rec.id] = rec
         keyword_scores = {i: s for i, s in keyword if i in records}
         stale = [i for i, _ in keyword if i not in records]
         if stale:  # deleted elsewhere (another process, a crash between writes): heal the index

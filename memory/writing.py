@@ -155,6 +155,9 @@ def _draft(user_text: str, assistant_text: str, policy: WritePolicy, has_model: 
         if reason is not None:
             # Low-value texts are greeting words only, so hashing them raw reveals nothing.
             return TurnPlan(skip_reason=reason, content_hash=content_hash(user_text))
+        if not assistant_text.strip() and _only_questions(user_text):
+            # a bare question with no answer (memory-only mode) tells nothing about the user
+            return TurnPlan(skip_reason="question", content_hash=content_hash(user_text))
     # Redact a generous prefix, then clip: a clip through an identifier falls outside what is kept.
     ru = redact(user_text[: policy.max_user_chars * 2], policy.redaction)
     ra = redact(assistant_text[: policy.max_assistant_chars * 2], policy.redaction)
@@ -183,6 +186,13 @@ _GRAPHIC_RE = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_RE = re.compile(r"[^。！？!?.\n]+[。！？!?.]*")
+
+
+def _only_questions(text: str) -> bool:
+    """True for bare questions ("我的猫叫什么名字？"); a question after a statement clause
+    ("我明天去北京，要带伞吗？") tells something and is kept."""
+    sentences = [s.strip() for s in _SENTENCE_RE.findall(text) if s.strip()]
+    return bool(sentences) and all(s.endswith(("?", "？")) and not re.search(r"[，,；;：:]", s) for s in sentences)
 
 
 def extractive_summary(user: str, emotion: Emotion, *, language: str, limit: int) -> str:
