@@ -15,3 +15,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     from mneme.evaluation.bench_retrieval import register_retrieval
 
     register_retrieval(sub)
+    from mneme.evaluation.bench_write import register_write
+
+    register_write(sub)
