@@ -222,11 +222,14 @@ class ChromaStore:
         owner = {r.id: r.user_id for r in records}
         target = {r.id: self._archive if r.archived else self._live[Kind(r.kind)] for r in records}
         stale: list[tuple[Collection, list[str]]] = []
+        old_keys: dict[str, set[str]] = {}
         for col in self._all:
             found = _Hits.of(col.get(ids=list(owner), include=["metadatas"]))
             for rid, meta in zip(found.ids, found.metas, strict=True):
                 if meta.get("user_id") != owner[rid]:
                     raise InvalidInputError(f"record id {rid!r} is already used by another tenant")
+                if target[rid] is col:
+                    old_keys[rid] = set(meta)
             # a record moving between live and archive (or kinds) by this write leaves no copy behind
             moved = [rid for rid in found.ids if target[rid] is not col]
             if moved:
@@ -240,7 +243,8 @@ class ChromaStore:
                     ids=[records[i].id for i in chunk],
                     embeddings=[vectors[i] for i in chunk],  # type: ignore[arg-type]
                     documents=[records[i].text for i in chunk],
-                    metadatas=[to_metadata(records[i], name) for i in chunk],  # type: ignore[misc]
+                    metadatas=[_replacing(to_metadata(records[i], name), old_keys.get(records[i].id, set()))
+                               for i in chunk],  # type: ignore[misc]
                 )
         for col, ids in stale:
             col.delete(ids=ids)
@@ -459,6 +463,12 @@ class ChromaStore:
             extra = None if kinds is None else {"kind": {"$in": [kind.value for kind in wanted]}}
             out.append((self._archive, _scope(user_id, where, extra)))
         return out
+
+
+def _replacing(meta: dict[str, Any], old: set[str]) -> dict[str, Any]:
+    """Metadata that replaces a row's: Chroma merges on upsert, so keys the new record lacks are set to
+    ``None``, which removes them (``last_accessed`` of a replaced fact, an old ``polarity`` …)."""
+    return {**{key: None for key in old - set(meta)}, **meta}
 
 
 def _scope(user_id: str, where: Where | None, extra: Where | None = None) -> dict[str, Any] | None:

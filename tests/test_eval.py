@@ -36,7 +36,7 @@ LOCOMO: list[dict[str, Any]] = [
             "speaker_a": "Caroline", "speaker_b": "Melanie",
             "session_1_date_time": "1:56 pm on 8 May, 2023",
             "session_1": [
-                {"speaker": "Caroline", "dia_id": "D1:1", "text": "Hey Mel! I went to an LGBTQ support group yesterday."},
+                {"speaker": "Caroline", "dia_id": "D1:1", "text": "Hey Mel! I went to a support group yesterday."},
                 {"speaker": "Melanie", "dia_id": "D1:2", "text": "That's great, Caroline! How was it?"},
                 {"speaker": "Caroline", "dia_id": "D1:3", "text": "I adopted a tortoise named Shelly last week."},
                 {"speaker": "Melanie", "dia_id": "D1:4", "text": "Aww, tortoises live so long!"},
@@ -66,7 +66,7 @@ LOCOMO: list[dict[str, Any]] = [
             "speaker_a": "Jon", "speaker_b": "Gina",
             "session_1_date_time": "8:05 pm on 2 March, 2023",
             "session_1": [
-                {"speaker": "Jon", "dia_id": "D1:1", "text": "I lost my job at the bank, so I am opening a dance studio."},
+                {"speaker": "Jon", "dia_id": "D1:1", "text": "I lost my bank job, so I am opening a dance studio."},
                 {"speaker": "Gina", "dia_id": "D1:2", "text": "Wow, a dance studio! Where?"},
                 {"speaker": "Jon", "dia_id": "D1:3", "text": "In downtown Lisbon, near the river."},
             ],

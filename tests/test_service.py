@@ -544,3 +544,19 @@ def test_embedded_chroma_keeps_data_and_keyword_index_across_reopen(tmp_path: Pa
         assert reopened.remember_turn("u1", user_text="My library card number is LX-90817").skipped == "repeat"
     finally:
         reopened.close()
+
+
+@pytest.mark.parametrize("backend", ["inprocess", "embedded"])
+def test_an_upserted_fact_starts_fresh(tmp_path: Path, backend: str) -> None:
+    service = (make_service() if backend == "inprocess" else
+               open_service(Settings(data_dir=tmp_path / "data"), embedder=FakeEmbeddings(), clock=FixedClock(NOW)))
+    try:
+        service.remember_turn("u1", user_text="我住在上海", now=NOW)
+        service.recall("u1", "我住在哪里", now=NOW + 60)  # reinforces the 上海 fact
+        assert service.store.get_by_key("u1", Kind.FACT, "home_city").last_accessed == NOW + 60  # type: ignore[union-attr]
+        service.remember_turn("u1", user_text="我搬到北京了", now=NOW + DAY)
+        fact = service.store.get_by_key("u1", Kind.FACT, "home_city")
+        assert fact is not None and "北京" in fact.text
+        assert (fact.access_count, fact.last_accessed) == (0, None)  # the new value was never recalled
+    finally:
+        service.close()
