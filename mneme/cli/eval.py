@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -43,7 +41,7 @@ def _run(args: Any) -> int:
     from mneme.clock import FixedClock
     from mneme.embeddings import load_embedder
     from mneme.evaluation.datasets import load_locomo, load_memorybank
-    from mneme.evaluation.harness import evaluate, replay
+    from mneme.evaluation.harness import emit, evaluate, replay
     from mneme.memory.chroma import open_chroma_store
     from mneme.memory.inprocess import InProcessStore
     from mneme.memory.keyword import KeywordIndex
@@ -64,9 +62,5 @@ def _run(args: Any) -> int:
         finally:
             service.close()
     result = {"dataset": args.dataset, "conversations": len(conversations), "writes": writes, **result}
-    text = json.dumps(result, ensure_ascii=False, indent=2)
-    print(text)
-    if args.json_out:
-        args.json_out.write_text(text + "\n", encoding="utf-8")
-    sys.stdout.flush()
+    emit(result, args.json_out)
     return 0

@@ -8,7 +8,6 @@ measured tenant holding ``--share`` of them, in a temporary store of the configu
 
 from __future__ import annotations
 
-import json
 import random
 import resource
 import tempfile
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mneme.clock import FixedClock
-from mneme.evaluation.harness import percentile
+from mneme.evaluation.harness import emit, percentile
 from mneme.memory.base import Kind, MemoryRecord
 
 _ZH_SUBJECTS = ["我", "我妈妈", "我的同事", "我朋友小王", "我们团队", "我女儿", "我男朋友", "我的老板"]
@@ -106,10 +105,7 @@ def register_retrieval(sub: Any) -> None:
     def handler(args: Any) -> int:
         result = run_retrieval_bench(args.memories, tenants=args.tenants, share=args.share,
                                      queries=args.queries, mode=args.mode)
-        text = json.dumps(result, ensure_ascii=False, indent=2)
-        print(text)
-        if args.json_out:
-            Path(args.json_out).write_text(text + "\n", encoding="utf-8")
+        emit(result, args.json_out)
         return 0
 
     p.set_defaults(func=handler)

@@ -8,13 +8,12 @@ temporary embedded Chroma: what a turn costs after the reply, when no model is c
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from mneme.evaluation.harness import percentile
+from mneme.evaluation.harness import emit, percentile
 from mneme.memory.writing import _BENCH_TURNS, bench_plan_turn
 
 
@@ -59,10 +58,7 @@ def register_write(sub: Any) -> None:
 
     def handler(args: Any) -> int:
         result = run_write_bench(args.turns)
-        text = json.dumps(result, ensure_ascii=False, indent=2)
-        print(text)
-        if args.json_out:
-            Path(args.json_out).write_text(text + "\n", encoding="utf-8")
+        emit(result, args.json_out)
         return 0
 
     p.set_defaults(func=handler)

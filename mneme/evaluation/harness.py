@@ -8,11 +8,13 @@ averaged over questions that have evidence. Items from another tenant count as i
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from mneme.evaluation.datasets import Conversation
@@ -28,6 +30,14 @@ def percentile(values: Sequence[float], q: float) -> float:
     pos = (len(xs) - 1) * q / 100.0
     lo, hi = int(pos), min(int(pos) + 1, len(xs) - 1)
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def emit(result: Any, json_out: str | Path | None = None) -> None:
+    """Print figures as JSON (and write them to ``json_out`` when given): what eval and bench commands output."""
+    text = json.dumps(result, ensure_ascii=False, indent=2)
+    print(text, flush=True)
+    if json_out:
+        Path(json_out).write_text(text + "\n", encoding="utf-8")
 
 
 def replay(service: MemoryService, conversations: Sequence[Conversation],
