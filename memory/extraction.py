@@ -76,7 +76,8 @@ _ZH_NAME_STOP = re.compile(r"今年|住|在|是|来自|的|了|啦|呀|哦|吧|�
 _ZH_JOB_STOP = re.compile(r"在|于|已经|[0-9一二三四五六七八九十两几]+年|了|啦|呀|哦|吧|和|，|所以|因为")
 _ZH_PREF_STOP = re.compile(r"了|啦|呀|哦|吧|因为|但是|可是|不过|所以|而且|特别是|尤其")
 _EN_STOP = re.compile(
-    r"\s(?:now|since|for|with|and i|because|but|last|this|next|recently|anymore|any more|where|which|who"
+    r"\s(?:now|since|for|with|and i|and i'm|and my|and we|and our|and it|and he|and she|and they"
+    r"|because|but|last|this|next|recently|anymore|any more|where|which|who"
     r"|when|so|as well|too|these days|nowadays|a lot|very much|so much)(?![a-z])",
     re.I,
 )

@@ -45,3 +45,16 @@ def test_a_negative_summary_keeps_the_need_not_the_detail() -> None:
     assert "压力" in plan.summary_text and "放松" in plan.summary_text
     assert "吵" not in plan.summary_text  # later detail stays out
     assert not plan.summary_text.split("：", 1)[-1].startswith("好的")
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("I love jazz and my email is [EMAIL]", "pref:jazz"),
+        ("I like salt and pepper", "pref:salt and pepper"),
+    ],
+)
+def test_a_preference_stops_where_the_next_clause_starts(text: str, key: str) -> None:
+    from mneme.memory.extraction import extract_patterns
+
+    assert [f.key for f in extract_patterns(text)] == [key]
