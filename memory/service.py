@@ -38,6 +38,7 @@ from mneme.memory.fusion import count_tokens, fit_budget, mmr
 from mneme.memory.indexing import context_of, search_text
 from mneme.memory.keyword import KeywordEntry, KeywordIndex
 from mneme.memory.lowvalue import is_low_value
+from mneme.memory.redaction import redact
 from mneme.memory.timewindow import parse_time_window, time_affinity
 from mneme.memory.writing import TurnPlan, WritePolicy, aplan_turn, plan_turn
 
@@ -313,8 +314,6 @@ class MemoryService:
         thread_key = (user_id, thread_id or "")
         previous = self._last_reply.get(thread_key)
         if assistant_text:
-            from mneme.memory.redaction import redact
-
             with self._lock:
                 self._last_reply[thread_key] = redact(assistant_text, self.writing.redaction).text
                 self._last_reply.move_to_end(thread_key)
