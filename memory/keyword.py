@@ -39,6 +39,8 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
+import time
+import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -62,6 +64,8 @@ _BUSY_TIMEOUT_MS = 10_000
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS kw_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS kw_pending (
+        token TEXT PRIMARY KEY, user_id TEXT NOT NULL, started REAL NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS kw_tenants (
         tid INTEGER PRIMARY KEY, user_id TEXT NOT NULL UNIQUE,
         n INTEGER NOT NULL DEFAULT 0, total_len INTEGER NOT NULL DEFAULT 0)""",
@@ -231,6 +235,43 @@ class KeywordIndex:
                 raise self._error("search", exc) from exc
         hits.sort(key=lambda h: (-h[1], h[0]))
         return hits[:k]
+
+    # -- agreement with the store ------------------------------------------------------------------
+
+    def begin_write(self, user_id: str) -> str:
+        """Note that a write of ``user_id`` to the store is under way; ``end_write`` clears it.
+
+        A note left behind means the process stopped between the store's write and this index's, so that
+        user's entries must be checked against the store (``pending_tenants``).
+        """
+        token = uuid.uuid4().hex
+        with self._write():
+            self._conn.execute("INSERT INTO kw_pending (token, user_id, started) VALUES (?, ?, ?)",
+                               (token, user_id, time.time()))
+        return token
+
+    def end_write(self, token: str) -> None:
+        """Clear a note made by ``begin_write``: the store and this index agree again."""
+        with self._write():
+            self._conn.execute("DELETE FROM kw_pending WHERE token = ?", (token,))
+
+    def pending_tenants(self) -> set[str]:
+        """Users with a write that began and never finished (a crash between the store and this index)."""
+        return {r[0] for r in self._read("SELECT DISTINCT user_id FROM kw_pending", [])}
+
+    @property
+    def synced(self) -> bool:
+        """True once this index was checked against the whole store (``mark_synced``)."""
+        return bool(self._read("SELECT value FROM kw_meta WHERE key = 'synced'", []))
+
+    def mark_synced(self, user_ids: Sequence[str] | None = None) -> None:
+        """Record a completed check: of the whole store (``None``), or of these users (clears their notes)."""
+        with self._write():
+            if user_ids is None:
+                self._set_meta("synced", "1")
+                self._conn.execute("DELETE FROM kw_pending")
+            else:
+                self._conn.executemany("DELETE FROM kw_pending WHERE user_id = ?", [(u,) for u in user_ids])
 
     def kinds_of(self, ids: Sequence[str]) -> dict[str, str]:
         """The indexed kind of each of these ids (absent ids are left out)."""

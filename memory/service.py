@@ -158,16 +158,25 @@ class MemoryService:
         self._lock = threading.Lock()
 
     # -- consistency ----------------------------------------------------------------------------
-    def sync_keyword_index(self, *, force: bool = False) -> int:
-        """Rebuild the keyword index from the store when they disagree (or ``force``); return entries rebuilt."""
-        tenants = sorted(set(self.store.tenants()) | set(self.keyword.tenants()))
+    def sync_keyword_index(self, *, force: bool = False, only_if_needed: bool = False) -> int:
+        """Rebuild the keyword index from the store where they disagree (or everywhere, ``force``).
+
+        Every user's counts are compared, which reads the whole store; ``only_if_needed`` (start-up) does that
+        only when the index was never checked or its tokenizer changed, and otherwise checks just the users
+        whose write was interrupted between the store and the index. Returns the entries rebuilt.
+        """
+        full = force or not only_if_needed or not self.keyword.synced or self.keyword.needs_rebuild
+        pending = self.keyword.pending_tenants()
+        tenants = sorted(set(self.store.tenants()) | set(self.keyword.tenants())) if full else sorted(pending)
         rebuilt = 0
         for tenant in tenants:
             live = self.store.count(tenant, kinds=None, archived=None)
-            if not force and not self.keyword.needs_rebuild and live == self.keyword.count(tenant):
+            if not force and not self.keyword.needs_rebuild and tenant not in pending \
+                    and live == self.keyword.count(tenant):
                 continue
             records = self.store.scan(tenant, kinds=None, archived=None)
             rebuilt += self.keyword.rebuild((self._entry(r) for r in records), user_id=tenant)
+        self.keyword.mark_synced(None if full else tenants)
         return rebuilt
 
     def _catch_up(self, user_id: str) -> None:
@@ -363,8 +372,10 @@ class MemoryService:
             return report
         vectors = self.store.embedder.embed([search_text(r) for r in records])
         records = [replace(r, embedding=v) for r, v in zip(records, vectors, strict=True)]
+        token = self.keyword.begin_write(user_id)  # a crash before end_write is repaired at start-up
         self.store.add(records)  # the store is the truth: write it first, then the derived index
         self.keyword.add([self._entry(r) for r in records])
+        self.keyword.end_write(token)
         report.stored = [r.id for r in records]
         return report
 

@@ -50,5 +50,5 @@ def open_service(settings: Settings, *, embedder: Embedder | None = None, model:
     # With a server, other processes write too: re-check each user's keyword index every few seconds.
     service = MemoryService(store, keyword=keyword, clock=clock, model=model,
                             sync_interval=5.0 if settings.chroma_url else None)
-    service.sync_keyword_index()
+    service.sync_keyword_index(only_if_needed=True)
     return service
