@@ -34,6 +34,8 @@ from mneme.prompts import (
 )
 
 log = logging.getLogger(__name__)
+NOSTREAM = "nostream"
+"""LangGraph's tag for model calls whose tokens stay out of ``stream_mode="messages"``: only the answer streams."""
 
 # Short follow-ups that lean on the previous turn ("它的利润率呢?", "what about it?").
 _REFERENCE = re.compile(
@@ -112,7 +114,7 @@ async def rewrite_query(
     if prompt is None or model is None:
         return {"query": fallback}
     try:
-        return _rewritten(await model.ainvoke(prompt, config), fallback)
+        return _rewritten(await model.with_config(tags=[NOSTREAM]).ainvoke(prompt, config), fallback)
     except Exception:  # a failed rewrite must not cost the user their answer
         log.warning("query rewrite failed; using the message as is", exc_info=True)
         return {"query": fallback}
@@ -126,7 +128,7 @@ def rewrite_query_sync(
     if prompt is None or model is None:
         return {"query": fallback}
     try:
-        return _rewritten(model.invoke(prompt, config), fallback)
+        return _rewritten(model.with_config(tags=[NOSTREAM]).invoke(prompt, config), fallback)
     except Exception:
         log.warning("query rewrite failed; using the message as is", exc_info=True)
         return {"query": fallback}

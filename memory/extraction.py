@@ -630,7 +630,8 @@ def invoke_structured(
     attempt_messages = messages
     for attempt in (1, 2):
         try:
-            runnable = model.with_structured_output(schema)
+            # the extraction is not part of the reply: keep its tokens out of a graph's message stream
+            runnable = model.with_structured_output(schema).with_config(tags=["nostream"])
             return _coerce(runnable.invoke(attempt_messages), schema), attempt
         except Exception as exc:  # noqa: BLE001 - any model or parser failure gets the same retry
             _log_failure(what, schema, attempt, exc)
@@ -647,7 +648,8 @@ async def ainvoke_structured(
     attempt_messages = messages
     for attempt in (1, 2):
         try:
-            runnable = model.with_structured_output(schema)
+            # the extraction is not part of the reply: keep its tokens out of a graph's message stream
+            runnable = model.with_structured_output(schema).with_config(tags=["nostream"])
             return _coerce(await runnable.ainvoke(attempt_messages), schema), attempt
         except Exception as exc:  # noqa: BLE001
             _log_failure(what, schema, attempt, exc)

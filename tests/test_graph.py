@@ -179,3 +179,23 @@ def test_openai_settings_build_a_chat_model_without_calling_it() -> None:
 def test_a_model_object_is_used_as_is() -> None:
     fake = FakeChatModel()
     assert load_chat_model(Settings(), model=fake) is fake
+
+
+def test_only_the_answer_streams_as_messages(store: InProcessStore) -> None:
+    model = FakeChatModel(
+        responses=["星河项目进展顺利。", "REWRITTEN-QUERY", "ANSWER-TEXT here"],
+        structured_responses=[{"facts": [], "summary": "EXTRACTED"}],
+    )
+    graph = build_graph(model=model, store=store, checkpointer=InMemorySaver())
+    say(graph, "我们在做星河项目", user="alice", thread="s")
+    config = {"configurable": {"thread_id": "s"}}
+    streamed = "".join(
+        str(chunk.content)
+        for chunk, _meta in graph.stream(
+            {"messages": [{"role": "user", "content": "它的利润率呢?"}]}, config,
+            context={"user_id": "alice"}, stream_mode="messages",
+        )
+    )
+    assert "ANSWER-TEXT" in streamed
+    assert "REWRITTEN-QUERY" not in streamed and "EXTRACTED" not in streamed
+    assert model.structured_calls  # the writer did run
