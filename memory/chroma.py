@@ -8,6 +8,12 @@ vectors made by the store's ``Embedder``, and each collection records ``{"embedd
 "dimension": d}`` so a store is never read with another model (``EmbedderMismatchError``; fix with
 ``mneme reindex``, see ``reindex_store``).
 
+Search cache (embedded only): ``search`` without a caller filter ranks from ``VectorCache`` (each
+tenant's unit vectors per collection, loaded by one scoped ``get``, kept exact by every write path here,
+shared by the stores of one data directory and prefix in a process) and then fetches the winners by id;
+Chroma's filtered ``query`` scans metadata first, which dominated search at 100k rows. A server has
+other writers, so remote stores always query Chroma.
+
 Tenancy: every call validates the user id and scopes its filter with ``scoped_where``; reads and
 deletes by id filter by id *and* tenant. Embedded Chroma is single-process: opening a data directory
 takes an exclusive ``flock`` on ``DATA_DIR/chroma.lock`` (``StoreLockedError`` for a second process;
@@ -23,10 +29,10 @@ import functools
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, ParamSpec, TypeVar
 from urllib.parse import urlparse
@@ -68,7 +74,8 @@ from mneme.memory.records import (
     storage_where,
     to_metadata,
 )
-from mneme.memory.tenancy import scoped_where
+from mneme.memory.tenancy import normalize_where, scoped_where
+from mneme.memory.vector_cache import Snapshot, VectorCache, normalized
 
 KIND_COLLECTIONS: dict[Kind, str] = {
     Kind.DOCUMENT: "documents",
@@ -177,8 +184,11 @@ class ChromaStore:
         location: str = "embedded Chroma",
         remote: bool = False,
         on_close: Callable[[], None] | None = None,
+        vector_cache: VectorCache | None = None,
     ) -> None:
         self._client = client
+        # embedded only: in server mode other processes write, so a cache here could go stale
+        self._cache = None if remote or vector_cache is None or not vector_cache.enabled else vector_cache
         self._embedder = embedder
         self.prefix = prefix
         self.location = location
@@ -235,19 +245,34 @@ class ChromaStore:
             if moved:
                 stale.append((col, moved))
         name = self._embedder.info.name
-        for col in self._all:
-            rows = [i for i, r in enumerate(records) if target[r.id] is col]
-            for start in range(0, len(rows), WRITE_BATCH):
-                chunk = rows[start : start + WRITE_BATCH]
-                col.upsert(
-                    ids=[records[i].id for i in chunk],
-                    embeddings=[vectors[i] for i in chunk],  # type: ignore[arg-type]
-                    documents=[records[i].text for i in chunk],
-                    metadatas=[_replacing(to_metadata(records[i], name), old_keys.get(records[i].id, set()))
-                               for i in chunk],  # type: ignore[misc]
-                )
-        for col, ids in stale:
-            col.delete(ids=ids)
+        # every (collection, tenant) this write touches: cached rows follow it, or are dropped if it fails
+        touched = {_key(target[r.id], r.user_id) for r in records}
+        touched |= {_key(col, owner[rid]) for col, ids in stale for rid in ids}
+        with self._invalidating_on_error(touched):
+            for col in self._all:
+                rows = [i for i, r in enumerate(records) if target[r.id] is col]
+                for start in range(0, len(rows), WRITE_BATCH):
+                    chunk = rows[start : start + WRITE_BATCH]
+                    col.upsert(
+                        ids=[records[i].id for i in chunk],
+                        embeddings=[vectors[i] for i in chunk],  # type: ignore[arg-type]
+                        documents=[records[i].text for i in chunk],
+                        metadatas=[_replacing(to_metadata(records[i], name), old_keys.get(records[i].id, set()))
+                                   for i in chunk],  # type: ignore[misc]
+                    )
+            for col, ids in stale:
+                col.delete(ids=ids)
+        if self._cache is not None:
+            written: dict[tuple[str, str], tuple[list[str], list[Sequence[float]]]] = {}
+            for r, vector in zip(records, vectors, strict=True):
+                ids_, vecs_ = written.setdefault(_key(target[r.id], r.user_id), ([], []))
+                ids_.append(r.id)
+                vecs_.append(vector)
+            for key, (ids_, vecs_) in written.items():
+                self._cache.upsert(key, ids_, vecs_)
+            for col, ids in stale:
+                for rid in ids:
+                    self._cache.remove(_key(col, owner[rid]), [rid])
 
     @_guarded("search")
     def search(
@@ -269,6 +294,10 @@ class ChromaStore:
             raise InvalidInputError(f"query embedding must be {self._embedder.info.dimension}-d")
         if k <= 0 or not wanted:
             return []
+        if self._cache is not None and not archived and normalize_where(where) is None:
+            cached = self._search_cached(user_id, query, wanted, k, include_shared)
+            if cached is not None:
+                return cached
         targets: list[tuple[Collection, dict[str, Any] | None]] = []
         if archived:
             kind_filter = {"kind": {"$in": [kind.value for kind in wanted]}}
@@ -297,6 +326,49 @@ class ChromaStore:
                 scored.append(ScoredRecord(record, 1.0 - float(dist)))
         scored.sort(key=lambda s: (-s.score, s.record.id))
         return scored[:k]
+
+    def _search_cached(
+        self, user_id: str, query: Sequence[float], wanted: list[Kind], k: int, include_shared: bool
+    ) -> list[ScoredRecord] | None:
+        """``search`` over cached vectors: rank by dot product, then fetch the winners by id.
+
+        ``None`` (search Chroma instead) when a tenant is too big to cache or a winner is gone or foreign.
+        """
+        assert self._cache is not None
+        sources = [(self._live[kind], user_id) for kind in wanted]
+        if include_shared and Kind.DOCUMENT in wanted and user_id != SHARED_TENANT:
+            sources.append((self._live[Kind.DOCUMENT], SHARED_TENANT))
+        snaps: list[tuple[Collection, str, Snapshot]] = []
+        for col, tenant in sources:
+            snap = self._cache.snapshot(_key(col, tenant), functools.partial(_load_vectors, col, tenant))
+            if snap is None:
+                return None
+            snaps.append((col, tenant, snap))
+        unit = normalized(query)[0]
+        ranked = [(score, rid, i) for i, (_, _, snap) in enumerate(snaps) for rid, score in snap.top(unit, k)]
+        ranked.sort(key=lambda hit: (-hit[0], hit[1]))
+        winners = ranked[:k]
+        by_source: dict[int, list[str]] = {}
+        for _, rid, i in winners:
+            by_source.setdefault(i, []).append(rid)
+        def hydrate(item: tuple[int, list[str]]) -> _Hits:
+            return _Hits.of(snaps[item[0]][0].get(ids=item[1], include=["documents", "metadatas"]))
+
+        # by primary key (~1 ms each), one get per collection holding winners; in this order, not in the
+        # pool: Chroma's get holds the GIL for most of its time, so threads measured no faster
+        jobs = list(by_source.items())
+        fetched = [hydrate(job) for job in jobs]
+        found: dict[tuple[int, str], MemoryRecord] = {}
+        for (i, ids), hits in zip(jobs, fetched, strict=True):
+            col, tenant, _ = snaps[i]
+            for rid, text, meta in zip(hits.ids, hits.texts, hits.metas, strict=True):
+                if meta.get("user_id") == tenant:  # ids come from this tenant's entry; check anyway
+                    found[(i, rid)] = from_metadata(rid, text, meta, archived=False)
+            if any((i, rid) not in found for rid in ids):
+                # the cache disagrees with Chroma (a write that bypassed this store): reload next time
+                self._cache.invalidate(_key(col, tenant))
+                return None
+        return [ScoredRecord(found[(i, rid)], score) for score, rid, i in winners]
 
     @_guarded("get records")
     def get(self, user_id: str, ids: Sequence[str], *, kinds: Sequence[Kind] | None = None) -> list[MemoryRecord]:
@@ -350,8 +422,11 @@ class ChromaStore:
         total = 0
         for col, flt in self._targets(user_id, kinds, where, archived):
             hits = _Hits.of(col.get(ids=wanted_ids, where=flt, include=[]))
-            for start in range(0, len(hits.ids), WRITE_BATCH):
-                col.delete(ids=hits.ids[start : start + WRITE_BATCH])
+            with self._invalidating_on_error([_key(col, user_id)]):
+                for start in range(0, len(hits.ids), WRITE_BATCH):
+                    col.delete(ids=hits.ids[start : start + WRITE_BATCH])
+            if self._cache is not None:
+                self._cache.remove(_key(col, user_id), hits.ids)
             total += len(hits.ids)
         return total
 
@@ -412,9 +487,11 @@ class ChromaStore:
         moved = 0
         for col in self._live.values():
             if wanted:
-                moved += _move(col.get(ids=wanted, where=_scope(user_id, None),
-                                       include=["documents", "metadatas", "embeddings"]),
-                               source=col, target=lambda meta: self._archive)
+                got = col.get(ids=wanted, where=_scope(user_id, None), include=["documents", "metadatas", "embeddings"])
+                with self._invalidating_on_error([_key(col, user_id)]):
+                    moved += _move(got, source=col, target=lambda meta: self._archive)
+                if self._cache is not None:
+                    self._cache.remove(_key(col, user_id), list(got["ids"]))
         return moved
 
     @_guarded("restore records")
@@ -426,13 +503,20 @@ class ChromaStore:
             return 0
         got = self._archive.get(ids=wanted, where=_scope(user_id, None),
                                 include=["documents", "metadatas", "embeddings"])
-        return _move(got, source=self._archive, target=lambda meta: self._live[Kind(meta["kind"])])
+        hits = _Hits.of(got)
+        with self._invalidating_on_error([_key(self._live[Kind(m["kind"])], user_id) for m in hits.metas]):
+            moved = _move(got, source=self._archive, target=lambda meta: self._live[Kind(meta["kind"])])
+        if self._cache is not None and hits.vectors is not None:
+            for rid, meta, vector in zip(hits.ids, hits.metas, hits.vectors, strict=True):
+                self._cache.upsert(_key(self._live[Kind(meta["kind"])], user_id), [rid], [vector])
+        return moved
 
     def close(self) -> None:
         """Release the client (and, for the last embedded user of a data directory, its lock)."""
         if self._closed:
             return
         self._closed = True
+        self._cache = None
         if self._executor is not None:
             self._executor.shutdown(wait=False)
         if self._on_close is not None:
@@ -443,6 +527,17 @@ class ChromaStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @contextmanager
+    def _invalidating_on_error(self, keys: Iterable[tuple[str, str]]) -> Iterator[None]:
+        """Drop these cache entries if the Chroma write inside fails part way (what landed is unknown)."""
+        try:
+            yield
+        except BaseException:
+            if self._cache is not None:
+                for key in set(keys):
+                    self._cache.invalidate(key)
+            raise
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._executor_lock:
@@ -463,6 +558,17 @@ class ChromaStore:
             extra = None if kinds is None else {"kind": {"$in": [kind.value for kind in wanted]}}
             out.append((self._archive, _scope(user_id, where, extra)))
         return out
+
+
+def _key(col: Collection, tenant: str) -> tuple[str, str]:
+    """The vector-cache key of a tenant's rows in ``col`` (by collection id: a reindexed one is new)."""
+    return (str(col.id), tenant)
+
+
+def _load_vectors(col: Collection, tenant: str) -> tuple[list[str], Any]:
+    """All ids and embeddings of ``tenant`` in ``col``: one scoped ``get``."""
+    got = col.get(where=_scope(tenant, None), include=["embeddings"])  # type: ignore[list-item]
+    return list(got["ids"]), got["embeddings"]
 
 
 def _replacing(meta: dict[str, Any], old: set[str]) -> dict[str, Any]:
@@ -544,6 +650,25 @@ class _Embedded:
     client: ClientAPI
     lock_file: IO[str]
     users: int = 0
+    caches: dict[str, VectorCache] = field(default_factory=dict)
+    """One vector cache per store prefix, shared by every store on this data directory in the process."""
+
+
+def _vector_cache(client: ClientAPI, prefix: str) -> VectorCache | None:
+    """The shared vector cache of ``prefix`` on this embedded client (``None`` for any other client)."""
+    with _embedded_lock:
+        for handle in _embedded.values():
+            if handle.client is client:
+                return handle.caches.setdefault(prefix, VectorCache())
+    return None
+
+
+def drop_vector_caches(client: ClientAPI) -> None:
+    """Empty every vector cache of this embedded client (after changes made around the stores)."""
+    with _embedded_lock:
+        caches = [c for h in _embedded.values() if h.client is client for c in h.caches.values()]
+    for cache in caches:
+        cache.clear()
 
 
 _embedded: dict[Path, _Embedded] = {}
@@ -565,6 +690,8 @@ def _acquire_embedded(data_dir: Path) -> tuple[ClientAPI, Callable[[], None]]:
             handle.users -= 1
             if handle.users == 0:
                 _embedded.pop(root, None)
+                for cache in handle.caches.values():
+                    cache.clear()
                 try:
                     handle.client.close()  # type: ignore[attr-defined]
                 finally:
@@ -658,7 +785,7 @@ def open_chroma_store(
     try:
         return ChromaStore(client, embedder, prefix=prefix, allow_embedder_mismatch=allow_embedder_mismatch,
                            location=f"embedded Chroma in {Path(data_dir).expanduser().resolve()}",
-                           on_close=release)
+                           on_close=release, vector_cache=_vector_cache(client, prefix))
     except BaseException:
         release()
         raise
@@ -689,6 +816,7 @@ def reindex_store(
     any point leaves the old data intact, and the next run finishes or redoes the swap. Collections
     already built with ``embedder`` are skipped unless ``force``. Stop writers (the app) while it runs.
     """
+    drop_vector_caches(client)
     with translate_errors(location, "re-embed the store", remote=location.startswith("http")):
         done: dict[str, int] = {}
         for name in collection_names(prefix):
@@ -712,6 +840,7 @@ def reindex_store(
             old.modify(name=name + _OLD)
             new.modify(name=name)
             client.delete_collection(name + _OLD)
+        drop_vector_caches(client)  # new collections have new ids, but free the old rows now
         return done
 
 

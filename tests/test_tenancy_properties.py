@@ -15,6 +15,7 @@ from mneme.memory.base import MEMORY_KINDS, MemoryRecord, MemoryStore
 from mneme.memory.chroma import ChromaStore, chroma_client
 from mneme.memory.inprocess import InProcessStore
 from mneme.memory.tenancy import normalize_where, scoped_where
+from mneme.memory.vector_cache import VectorCache
 from mneme.testing import FakeEmbeddings
 
 TENANTS = ["alice", "bob", "张三", "li.si@example.com", "u-7"]
@@ -66,12 +67,14 @@ def chroma_client_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]
         yield client
 
 
-@pytest.fixture(params=["inprocess", "embedded"], scope="module")
+@pytest.fixture(params=["inprocess", "embedded", "embedded-cached"], scope="module")
 def fresh_store(request: pytest.FixtureRequest) -> Callable[[], MemoryStore]:
     if request.param == "inprocess":
         return lambda: InProcessStore(EMBEDDER)
     client = request.getfixturevalue("chroma_client_dir")
-    return lambda: ChromaStore(client, EMBEDDER, prefix=f"p{uuid.uuid4().hex[:12]}")
+    # a tiny row budget makes the cached store evict and reload between operations too
+    cache = VectorCache(max_rows=0) if request.param == "embedded" else VectorCache(max_rows=12)
+    return lambda: ChromaStore(client, EMBEDDER, prefix=f"p{uuid.uuid4().hex[:12]}", vector_cache=cache)
 
 
 PROPS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -1,0 +1,224 @@
+"""The embedded store's vector cache: search from it equals Chroma's own query, through every write path."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mneme.memory.base import MEMORY_KINDS, SHARED_TENANT, Kind, MemoryRecord, ScoredRecord
+from mneme.memory.chroma import ChromaStore, open_chroma_store, reindex_store
+from mneme.memory.vector_cache import Snapshot, VectorCache, normalized
+from mneme.testing import FakeEmbeddings
+
+DIM = 24
+EMBEDDER = FakeEmbeddings(DIM)
+TENANTS = ["alice", "张三", "bob"]
+TEXTS = ["I drink green tea every morning", "我每天早上喝绿茶", "hiking in the hills", "周末去爬山",
+         "my cat sleeps", "猫在睡觉"]
+
+
+def _vector(rng: random.Random) -> list[float]:
+    return [rng.gauss(0.0, 1.0) for _ in range(DIM)]
+
+
+def _records(rng: random.Random, n: int, tenants: list[str] = TENANTS) -> list[MemoryRecord]:
+    kinds = [Kind.DOCUMENT] if tenants == [SHARED_TENANT] else [*MEMORY_KINDS, Kind.DOCUMENT]
+    return [
+        MemoryRecord(id=uuid.uuid4().hex, user_id=rng.choice(tenants), kind=rng.choice(kinds),
+                     text=rng.choice(TEXTS), created_at=float(i), embedding=_vector(rng))
+        for i in range(n)
+    ]
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> Iterator[tuple[ChromaStore, ChromaStore]]:
+    """A cached embedded store and an uncached one over the same collections (Chroma's own query)."""
+    cached = open_chroma_store(data_dir=tmp_path / "data", embedder=EMBEDDER, prefix="vc")
+    plain = ChromaStore(cached._client, EMBEDDER, prefix="vc", vector_cache=None)
+    assert cached._cache is not None and plain._cache is None
+    yield cached, plain
+    plain.close()
+    cached.close()
+
+
+def _assert_equal_hits(got: list[ScoredRecord], want: list[ScoredRecord]) -> None:
+    """Same records with the same scores (within 1e-4), best first; rows with tied scores may swap."""
+    expected = {h.record.id: h for h in want}
+    assert [h.record.id for h in got if h.record.id in expected] == [h.record.id for h in got]
+    assert len(got) == len(want)
+    for hit in got:
+        assert hit.score == pytest.approx(expected[hit.record.id].score, abs=1e-4)
+        assert hit.record == expected[hit.record.id].record
+    assert all(x.score >= y.score - 1e-6 for x, y in zip(got, got[1:], strict=False))
+
+
+def _assert_same(cached: ChromaStore, plain: ChromaStore, rng: random.Random, *, queries: int = 6) -> None:
+    """Cached and Chroma searches agree on ids, order, scores and records, for every tenant."""
+    for tenant in [*TENANTS, SHARED_TENANT]:
+        for _ in range(queries):
+            query = _vector(rng)
+            for kwargs in ({}, {"kinds": [Kind.FACT, Kind.DOCUMENT]}, {"include_shared": True, "k": 25}):
+                got = cached.search(tenant, query, **kwargs)  # type: ignore[arg-type]
+                want = plain.search(tenant, query, **kwargs)  # type: ignore[arg-type]
+                assert [h.record.id for h in got] == [h.record.id for h in want]  # random vectors: no ties
+                _assert_equal_hits(got, want)
+                assert all(h.record.user_id in (tenant, SHARED_TENANT) for h in got)
+
+
+def test_cached_search_equals_chroma_query_on_random_data(stores: tuple[ChromaStore, ChromaStore]) -> None:
+    cached, plain = stores
+    rng = random.Random(7)
+    cached.add(_records(rng, 150) + _records(rng, 20, [SHARED_TENANT]))
+    _assert_same(cached, plain, rng)
+    assert cached._cache is not None and cached._cache.rows > 0  # the cache did serve those searches
+
+
+def test_cache_stays_exact_through_every_write(stores: tuple[ChromaStore, ChromaStore]) -> None:
+    cached, plain = stores
+    rng = random.Random(11)
+    records = _records(rng, 120)
+    cached.add(records)
+    _assert_same(cached, plain, rng, queries=2)  # loads the entries
+    # add new rows and replace vectors (and kinds: a moved record leaves its old collection)
+    changed = [MemoryRecord(id=r.id, user_id=r.user_id, kind=rng.choice(MEMORY_KINDS), text="新的 text",
+                            created_at=r.created_at, embedding=_vector(rng)) for r in records[:30]]
+    cached.add(changed + _records(rng, 30))
+    _assert_same(cached, plain, rng, queries=2)
+    # a write made by another (uncached) store object: the cached one must notice when hydrating
+    plain.delete("alice", ids=[r.id for r in records if r.user_id == "alice"][:5])
+    _assert_same(cached, plain, rng, queries=2)
+    cached.delete("张三", ids=[r.id for r in records if r.user_id == "张三"][:8])
+    _assert_same(cached, plain, rng, queries=2)
+    archived = [r.id for r in records if r.user_id == "bob"][:10]
+    assert cached.archive("bob", archived) > 0
+    _assert_same(cached, plain, rng, queries=2)
+    assert cached.restore("bob", archived[:4]) > 0
+    _assert_same(cached, plain, rng, queries=2)
+    cached.update_metadata("bob", {rid: {"importance": 0.9} for rid in archived})
+    _assert_same(cached, plain, rng, queries=2)
+    assert cached.delete("alice", archived=None) > 0  # forget a user
+    assert cached.search("alice", _vector(rng)) == []
+    _assert_same(cached, plain, rng, queries=2)
+
+
+def test_two_store_objects_on_one_directory_share_the_cache(tmp_path: Path) -> None:
+    rng = random.Random(3)
+    with open_chroma_store(data_dir=tmp_path, embedder=EMBEDDER, prefix="vc") as a, \
+            open_chroma_store(data_dir=tmp_path, embedder=EMBEDDER, prefix="vc") as b:
+        assert a._cache is b._cache
+        a.add(_records(rng, 40, ["alice"]))
+        query = _vector(rng)
+        before = b.search("alice", query, k=50)
+        fresh = MemoryRecord(id="new-one", user_id="alice", kind=Kind.FACT, text="住在北京 lives in Beijing",
+                             created_at=99.0, embedding=query)
+        a.add([fresh])
+        after = b.search("alice", query, k=50)
+        assert after[0].record.id == "new-one" and after[0].score == pytest.approx(1.0, abs=1e-5)
+        assert len(after) == len(before) + 1
+        a.delete("alice", ids=["new-one"])
+        assert [h.record.id for h in b.search("alice", query, k=50)] == [h.record.id for h in before]
+
+
+def test_reindex_drops_the_cache(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    with open_chroma_store(data_dir=tmp_path, embedder=EMBEDDER, prefix="vc") as store:
+        store.add(_records(rng, 30))
+        store.search("alice", _vector(rng))
+        assert store._cache is not None and store._cache.rows > 0
+        other = FakeEmbeddings(DIM + 8, name="other")
+        reindex_store(store._client, other, prefix="vc")
+        assert store._cache.rows == 0
+        with open_chroma_store(data_dir=tmp_path, embedder=other, prefix="vc") as again:
+            query = other.embed(["green tea 绿茶"])[0]
+            plain = ChromaStore(again._client, other, prefix="vc")
+            _assert_equal_hits(again.search("alice", query), plain.search("alice", query))
+
+
+def test_a_filtered_or_archived_search_still_goes_to_chroma(stores: tuple[ChromaStore, ChromaStore]) -> None:
+    cached, plain = stores
+    rng = random.Random(9)
+    cached.add(_records(rng, 60))
+    query = _vector(rng)
+    for kwargs in ({"where": {"emotion": "neutral"}}, {"archived": True}):
+        _assert_equal_hits(cached.search("alice", query, **kwargs),  # type: ignore[arg-type]
+                           plain.search("alice", query, **kwargs))  # type: ignore[arg-type]
+    assert cached._cache is not None and cached._cache.rows == 0
+
+
+def test_server_mode_never_caches(tmp_path: Path) -> None:
+    with open_chroma_store(data_dir=tmp_path, embedder=EMBEDDER, prefix="vc") as store:
+        remote = ChromaStore(store._client, EMBEDDER, prefix="vc", remote=True, vector_cache=VectorCache())
+        assert remote._cache is None
+
+
+# --- the cache on its own ------------------------------------------------------------------------
+
+
+def _loader(n: int, dim: int = 4) -> tuple[list[str], list[list[float]]]:
+    return [f"r{i}" for i in range(n)], [[float(i + 1)] + [1.0] * (dim - 1) for i in range(n)]
+
+
+def test_lru_bound_evicts_least_recently_used() -> None:
+    cache = VectorCache(max_rows=10)
+    cache.snapshot(("c", "a"), lambda: _loader(4))
+    cache.snapshot(("c", "b"), lambda: _loader(4))
+    cache.snapshot(("c", "a"), lambda: pytest.fail("a is cached"))  # a is now the most recent
+    cache.snapshot(("c", "d"), lambda: _loader(4))
+    assert cache.keys() == [("c", "a"), ("c", "d")]
+    assert cache.rows == 8
+    cache.upsert(("c", "a"), ["x", "y", "z"], [[1.0, 0, 0, 0]] * 3)  # grows past the budget: d goes
+    assert cache.keys() == [("c", "a")] and cache.rows == 7
+
+
+def test_a_tenant_bigger_than_the_budget_is_not_cached() -> None:
+    cache = VectorCache(max_rows=3)
+    loads = []
+    assert cache.snapshot(("c", "big"), lambda: loads.append(1) or _loader(5)) is None
+    assert cache.snapshot(("c", "big"), lambda: loads.append(1) or _loader(5)) is None
+    assert len(loads) == 1 and cache.rows == 0  # remembered as too big until it changes
+    cache.remove(("c", "big"), ["r0", "r1", "r2"])
+    assert cache.snapshot(("c", "big"), lambda: _loader(2)) is not None
+
+
+def test_a_write_during_a_load_keeps_the_loaded_rows_out() -> None:
+    cache = VectorCache()
+
+    def racing_load() -> tuple[list[str], list[list[float]]]:
+        cache.upsert(("c", "a"), ["late"], [[0.0, 1.0, 0.0, 0.0]])
+        return _loader(3)
+
+    snap = cache.snapshot(("c", "a"), racing_load)
+    assert snap is not None and len(snap.ids) == 3
+    assert cache.keys() == []
+
+
+def test_snapshot_top_is_exact_cosine_ranking() -> None:
+    rng = np.random.default_rng(1)
+    vectors = rng.normal(size=(200, 16))
+    ids = [f"id{i}" for i in range(200)]
+    snap = Snapshot(ids, normalized(vectors))
+    query = normalized(rng.normal(size=16))[0]
+    cosine = vectors @ query / np.linalg.norm(vectors, axis=1)
+    want = [ids[i] for i in np.argsort(-cosine)[:10]]
+    got = snap.top(query, 10)
+    assert [rid for rid, _ in got] == want
+    assert np.allclose([s for _, s in got], np.sort(cosine)[::-1][:10], atol=1e-5)
+    assert len(snap.top(query, 500)) == 200
+
+
+def test_readers_keep_their_snapshot_while_rows_change() -> None:
+    cache = VectorCache()
+    before = cache.snapshot(("c", "a"), lambda: _loader(3))
+    assert before is not None
+    rows = before.vectors.copy()
+    cache.upsert(("c", "a"), ["r0", "new"], [[0.0, 0.0, 0.0, 1.0], [0.0, 1.0, 0.0, 0.0]])
+    cache.remove(("c", "a"), ["r1"])
+    assert np.array_equal(before.vectors, rows) and list(before.ids[:3]) == ["r0", "r1", "r2"]
+    after = cache.snapshot(("c", "a"), lambda: pytest.fail("cached"))
+    assert after is not None and list(after.ids) == ["r0", "r2", "new"]
+    assert np.allclose(after.vectors[0], [0.0, 0.0, 0.0, 1.0])
