@@ -379,9 +379,11 @@ class ChromaStore:
             return []
         found: dict[str, MemoryRecord] = {}
         for col in self._all if kinds is None else [self._live[kind] for kind in _kinds(kinds)]:
-            hits = _Hits.of(col.get(ids=wanted, where=_scope(user_id, None), include=["documents", "metadatas"]))
+            # by primary key alone (a ``where`` here costs a metadata scan); the tenant is checked row by row
+            hits = _Hits.of(col.get(ids=wanted, include=["documents", "metadatas"]))
             for rid, text, meta in zip(hits.ids, hits.texts, hits.metas, strict=True):
-                found[rid] = from_metadata(rid, text, meta, archived=col is self._archive)
+                if meta.get("user_id") == user_id:
+                    found[rid] = from_metadata(rid, text, meta, archived=col is self._archive)
         return [found[rid] for rid in wanted if rid in found]
 
     @_guarded("get a record by key")

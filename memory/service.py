@@ -208,15 +208,12 @@ class MemoryService:
         self._catch_up(user_id)
         window = parse_time_window(query, now) if opts.time_aware else None
         kinds: list[Kind] = list(MEMORY_KINDS) + ([Kind.DOCUMENT] if opts.include_documents else [])
+        # candidates per channel (the dense scores of this pool are min-max normalised: tuned with it)
         pool = max(30, 4 * opts.k)
         vector = self.store.embedder.embed([query])[0]
         dense = self.store.search(user_id, vector, kinds=kinds, k=pool, include_shared=opts.include_documents)
         keyword = self.keyword.search(user_id, query, kinds=[str(k) for k in kinds], k=pool,
                                       include_shared=opts.include_documents)
-        if window is not None:  # what happened then competes even when other times match the words better
-            dense = dense + self.store.search(
-                user_id, vector, kinds=[k for k in kinds if k != Kind.DOCUMENT], k=pool,
-                where={"$and": [{"created_at": {"$gte": window.start}}, {"created_at": {"$lt": window.end}}]})
         records = {h.record.id: h.record for h in dense}
         dense_scores = {h.record.id: h.score for h in dense}
         missing = [i for i, _ in keyword if i not in records]
