@@ -467,7 +467,8 @@ def test_sync_rebuilds_a_wiped_keyword_index() -> None:
         service.remember_turn("u1", user_text=f"routine note {i} about chores")
     service.remember_turn("u1", user_text="The spare key is under the flowerpot Qwerty9")
     service.keyword.rebuild([])  # wiped (a lost file, a crash)
-    assert "Qwerty9" not in service.recall("u1", "Qwerty9", options=RecallOptions(k=1))[0].text
+    # (dense ties are broken by random ids, so only the keyword channel is checked here)
+    assert service.keyword.search("u1", "Qwerty9", k=1) == []
     assert service.sync_keyword_index() == 41
     assert service.keyword.count("u1") == 41
     assert "Qwerty9" in service.recall("u1", "Qwerty9", options=RecallOptions(k=1))[0].text
