@@ -91,6 +91,16 @@ class MemoryRecord:
 
 
 @dataclass(frozen=True)
+class TenantStamp:
+    """A tenant's change stamp: who has written its records, and how often (see ``mneme.memory.stamps``)."""
+
+    full: str
+    """Every writer's counters, as canonical text (persistable: equal text, same writes)."""
+    foreign: tuple[Any, ...]
+    """The counters of writers other than this store object (its own writes it applied itself)."""
+
+
+@dataclass(frozen=True)
 class ScoredRecord:
     """A record returned by a search with its similarity (higher is better, cosine in [-1, 1])."""
 
@@ -199,6 +209,11 @@ class MemoryStore(Protocol):
 
     def tenants(self) -> list[str]:
         """Every tenant that has at least one record (for maintenance over all users)."""
+        ...
+
+    def change_stamp(self, user_id: str) -> TenantStamp | None:
+        """Where other processes also write (a shared server): what they have changed of ``user_id``'s
+        records, read now. ``None`` when this process is the only writer."""
         ...
 
     def archive(self, user_id: str, ids: Sequence[str]) -> int:

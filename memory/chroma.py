@@ -8,11 +8,14 @@ vectors made by the store's ``Embedder``, and each collection records ``{"embedd
 "dimension": d}`` so a store is never read with another model (``EmbedderMismatchError``; fix with
 ``mneme reindex``, see ``reindex_store``).
 
-Search cache (embedded only): ``search`` without a caller filter ranks from ``VectorCache`` (each
-tenant's unit vectors per collection, loaded by one scoped ``get``, kept exact by every write path here,
-shared by the stores of one data directory and prefix in a process) and then fetches the winners by id;
-Chroma's filtered ``query`` scans metadata first, which dominated search at 100k rows. A server has
-other writers, so remote stores always query Chroma.
+Search cache: ``search`` without a caller filter ranks from ``VectorCache`` (each tenant's unit vectors,
+texts and metadata per collection, loaded by one scoped ``get``, kept exact by every write path here)
+and answers without another Chroma call; Chroma's filtered ``query`` scans metadata first, which
+dominated search at 100k rows. Embedded, the cache is shared by the stores of one data directory and
+prefix in a process (the only writers: the directory is locked). With a server, other processes write
+too: each search first reads the change stamps of its ``(collection, tenant)`` pairs (one primary-key
+read, see ``mneme.memory.stamps``) and reloads what another process changed; every write publishes its
+stamps after its data.
 
 Tenancy: every call validates the user id and scopes its filter with ``scoped_where``; reads and
 deletes by id filter by id *and* tenant. Embedded Chroma is single-process: opening a data directory
@@ -26,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import json
 import os
 import sqlite3
 import threading
@@ -61,6 +65,7 @@ from mneme.memory.base import (
     Kind,
     MemoryRecord,
     ScoredRecord,
+    TenantStamp,
     Where,
     validate_tenant,
 )
@@ -74,8 +79,9 @@ from mneme.memory.records import (
     storage_where,
     to_metadata,
 )
+from mneme.memory.stamps import SERVER_MAX_AGE, ChangeStamps, Stamp, with_field
 from mneme.memory.tenancy import normalize_where, scoped_where
-from mneme.memory.vector_cache import Snapshot, VectorCache, normalized
+from mneme.memory.vector_cache import Loaded, Snapshot, VectorCache, normalized
 
 KIND_COLLECTIONS: dict[Kind, str] = {
     Kind.DOCUMENT: "documents",
@@ -187,8 +193,11 @@ class ChromaStore:
         vector_cache: VectorCache | None = None,
     ) -> None:
         self._client = client
-        # embedded only: in server mode other processes write, so a cache here could go stale
-        self._cache = None if remote or vector_cache is None or not vector_cache.enabled else vector_cache
+        self._cache = vector_cache if vector_cache is not None and vector_cache.enabled else None
+        """Searched and kept exact; ``None``: search asks Chroma."""
+        self._notify = self._cache if remote or self._cache is not None else _vector_cache(client, prefix)
+        """Told of every write: the search cache, or (embedded, uncached) the one its directory shares."""
+        self._stamps: ChangeStamps | None = None
         self._embedder = embedder
         self.prefix = prefix
         self.location = location
@@ -212,6 +221,8 @@ class ChromaStore:
             self._archive = _open_collection(
                 client, f"{prefix}_{ARCHIVE_COLLECTION}", embedder.info, allow_embedder_mismatch
             )
+            if remote:  # every server-mode writer publishes, whether or not it caches itself
+                self._stamps = ChangeStamps.open(client, prefix)
 
     @property
     def embedder(self) -> Embedder:
@@ -245,10 +256,11 @@ class ChromaStore:
             if moved:
                 stale.append((col, moved))
         name = self._embedder.info.name
+        metas = [to_metadata(r, name) for r in records]
         # every (collection, tenant) this write touches: cached rows follow it, or are dropped if it fails
         touched = {_key(target[r.id], r.user_id) for r in records}
         touched |= {_key(col, owner[rid]) for col, ids in stale for rid in ids}
-        with self._invalidating_on_error(touched):
+        with self._writing(touched):
             for col in self._all:
                 rows = [i for i, r in enumerate(records) if target[r.id] is col]
                 for start in range(0, len(rows), WRITE_BATCH):
@@ -257,22 +269,21 @@ class ChromaStore:
                         ids=[records[i].id for i in chunk],
                         embeddings=[vectors[i] for i in chunk],  # type: ignore[arg-type]
                         documents=[records[i].text for i in chunk],
-                        metadatas=[_replacing(to_metadata(records[i], name), old_keys.get(records[i].id, set()))
+                        metadatas=[_replacing(metas[i], old_keys.get(records[i].id, set()))
                                    for i in chunk],  # type: ignore[misc]
                     )
             for col, ids in stale:
                 col.delete(ids=ids)
-        if self._cache is not None:
-            written: dict[tuple[str, str], tuple[list[str], list[Sequence[float]]]] = {}
-            for r, vector in zip(records, vectors, strict=True):
-                ids_, vecs_ = written.setdefault(_key(target[r.id], r.user_id), ([], []))
-                ids_.append(r.id)
-                vecs_.append(vector)
-            for key, (ids_, vecs_) in written.items():
-                self._cache.upsert(key, ids_, vecs_)
-            for col, ids in stale:
-                for rid in ids:
-                    self._cache.remove(_key(col, owner[rid]), [rid])
+            if self._notify is not None:
+                written: dict[tuple[str, str], list[int]] = {}
+                for i, r in enumerate(records):
+                    written.setdefault(_key(target[r.id], r.user_id), []).append(i)
+                for key, rows in written.items():
+                    self._notify.upsert(key, [records[i].id for i in rows], [vectors[i] for i in rows],
+                                        [(records[i].text, metas[i]) for i in rows])
+                for col, ids in stale:
+                    for rid in ids:
+                        self._notify.remove(_key(col, owner[rid]), [rid])
 
     @_guarded("search")
     def search(
@@ -338,37 +349,26 @@ class ChromaStore:
         sources = [(self._live[kind], user_id) for kind in wanted]
         if include_shared and Kind.DOCUMENT in wanted and user_id != SHARED_TENANT:
             sources.append((self._live[Kind.DOCUMENT], SHARED_TENANT))
-        snaps: list[tuple[Collection, str, Snapshot]] = []
-        for col, tenant in sources:
-            snap = self._cache.snapshot(_key(col, tenant), functools.partial(_load_vectors, col, tenant))
+        keys = [_key(col, tenant) for col, tenant in sources]
+        # server mode: what every other process has published, read *before* any rows (see stamps.py)
+        stamps: dict[tuple[str, str], Stamp] = self._stamps.read(keys) if self._stamps is not None else {}
+        snaps: list[Snapshot] = []
+        for (col, tenant), key in zip(sources, keys, strict=True):
+            snap = self._cache.snapshot(key, functools.partial(_load_rows, col, tenant), stamp=stamps.get(key))
             if snap is None:
                 return None
-            snaps.append((col, tenant, snap))
+            snaps.append(snap)
         unit = normalized(query)[0]
-        ranked = [(score, rid, i) for i, (_, _, snap) in enumerate(snaps) for rid, score in snap.top(unit, k)]
+        ranked = [(score, snap.ids[pos], i, pos) for i, snap in enumerate(snaps) for pos, score in snap.top(unit, k)]
         ranked.sort(key=lambda hit: (-hit[0], hit[1]))
-        winners = ranked[:k]
-        by_source: dict[int, list[str]] = {}
-        for _, rid, i in winners:
-            by_source.setdefault(i, []).append(rid)
-        def hydrate(item: tuple[int, list[str]]) -> _Hits:
-            return _Hits.of(snaps[item[0]][0].get(ids=item[1], include=["documents", "metadatas"]))
-
-        # by primary key (~1 ms each), one get per collection holding winners; in this order, not in the
-        # pool: Chroma's get holds the GIL for most of its time, so threads measured no faster
-        jobs = list(by_source.items())
-        fetched = [hydrate(job) for job in jobs]
-        found: dict[tuple[int, str], MemoryRecord] = {}
-        for (i, ids), hits in zip(jobs, fetched, strict=True):
-            col, tenant, _ = snaps[i]
-            for rid, text, meta in zip(hits.ids, hits.texts, hits.metas, strict=True):
-                if meta.get("user_id") == tenant:  # ids come from this tenant's entry; check anyway
-                    found[(i, rid)] = from_metadata(rid, text, meta, archived=False)
-            if any((i, rid) not in found for rid in ids):
-                # the cache disagrees with Chroma (a write that bypassed this store): reload next time
-                self._cache.invalidate(_key(col, tenant))
+        out: list[ScoredRecord] = []
+        for score, rid, i, pos in ranked[:k]:
+            text, meta = snaps[i].rows[pos]
+            if meta.get("user_id") != sources[i][1]:  # rows come from this tenant's scoped read; check anyway
+                self._cache.invalidate(keys[i])
                 return None
-        return [ScoredRecord(found[(i, rid)], score) for score, rid, i in winners]
+            out.append(ScoredRecord(from_metadata(rid, text, meta, archived=False), score))
+        return out
 
     @_guarded("get records")
     def get(self, user_id: str, ids: Sequence[str], *, kinds: Sequence[Kind] | None = None) -> list[MemoryRecord]:
@@ -379,6 +379,13 @@ class ChromaStore:
             return []
         found: dict[str, MemoryRecord] = {}
         for col in self._all if kinds is None else [self._live[kind] for kind in _kinds(kinds)]:
+            # embedded, a loaded cache entry is exact (this process is the only writer): no Chroma call
+            cached = self._cache.rows_of(_key(col, user_id), wanted) \
+                if self._cache is not None and not self.remote and col is not self._archive else None
+            if cached is not None:
+                for rid, (text, meta) in cached.items():
+                    found[rid] = from_metadata(rid, text, meta, archived=False)
+                continue
             # by primary key alone (a ``where`` here costs a metadata scan); the tenant is checked row by row
             hits = _Hits.of(col.get(ids=wanted, include=["documents", "metadatas"]))
             for rid, text, meta in zip(hits.ids, hits.texts, hits.metas, strict=True):
@@ -400,11 +407,19 @@ class ChromaStore:
         ids = check_ids(list(changes))
         if not ids:
             return
+        plan: list[tuple[Collection, list[str]]] = []
         for col in self._all:
-            hits = _Hits.of(col.get(ids=ids, where=_scope(user_id, None), include=[]))
-            if hits.ids:
+            # by primary key alone (a ``where`` costs a metadata scan); the tenant is checked row by row
+            hits = _Hits.of(col.get(ids=ids, include=["metadatas"]))
+            mine = [rid for rid, meta in zip(hits.ids, hits.metas, strict=True) if meta.get("user_id") == user_id]
+            if mine:
+                plan.append((col, mine))
+        with self._writing(_key(col, user_id) for col, _ in plan):
+            for col, mine in plan:
                 # Chroma merges an update into the stored metadata; a None value removes the field
-                col.update(ids=hits.ids, metadatas=[changes[rid] for rid in hits.ids])  # type: ignore[misc]
+                col.update(ids=mine, metadatas=[changes[rid] for rid in mine])  # type: ignore[misc]
+                if self._notify is not None:
+                    self._notify.update(_key(col, user_id), {rid: changes[rid] for rid in mine})
 
     @_guarded("delete records")
     def delete(
@@ -421,16 +436,18 @@ class ChromaStore:
         wanted_ids = None if ids is None else list(dict.fromkeys(check_ids(ids)))
         if wanted_ids == []:
             return 0
-        total = 0
+        plan: list[tuple[Collection, list[str]]] = []
         for col, flt in self._targets(user_id, kinds, where, archived):
             hits = _Hits.of(col.get(ids=wanted_ids, where=flt, include=[]))
-            with self._invalidating_on_error([_key(col, user_id)]):
-                for start in range(0, len(hits.ids), WRITE_BATCH):
-                    col.delete(ids=hits.ids[start : start + WRITE_BATCH])
-            if self._cache is not None:
-                self._cache.remove(_key(col, user_id), hits.ids)
-            total += len(hits.ids)
-        return total
+            if hits.ids:
+                plan.append((col, hits.ids))
+        with self._writing(_key(col, user_id) for col, _ in plan):
+            for col, found in plan:
+                for start in range(0, len(found), WRITE_BATCH):
+                    col.delete(ids=found[start : start + WRITE_BATCH])
+                if self._notify is not None:
+                    self._notify.remove(_key(col, user_id), found)
+        return sum(len(found) for _, found in plan)
 
     def scan(
         self,
@@ -481,19 +498,39 @@ class ChromaStore:
                 offset += 5000
         return sorted(users - {SHARED_TENANT})
 
+    @_guarded("read change stamps")
+    def change_stamp(self, user_id: str) -> TenantStamp | None:
+        """Server mode: the change stamps of ``user_id``'s rows in every collection (one primary-key read).
+
+        ``None`` embedded: this process is the only writer.
+        """
+        user_id = validate_tenant(user_id, allow_shared=True)
+        if self._stamps is None:
+            return None
+        names = {_key(col, user_id): col.name for col in self._all}
+        read = self._stamps.read(list(names))
+        fields = sorted((names[key], writer, value) for key, stamp in read.items() for writer, value in stamp)
+        own = self._stamps.writer
+        return TenantStamp(full=json.dumps(fields, separators=(",", ":")),
+                           foreign=tuple(f for f in fields if f[1] != own))
+
     @_guarded("archive records")
     def archive(self, user_id: str, ids: Sequence[str]) -> int:
         """Move live records to the archive collection (written there before removal here)."""
         user_id = validate_tenant(user_id, allow_shared=True)
         wanted = list(dict.fromkeys(check_ids(ids)))
-        moved = 0
+        plan: list[tuple[Collection, Any]] = []
         for col in self._live.values():
             if wanted:
                 got = col.get(ids=wanted, where=_scope(user_id, None), include=["documents", "metadatas", "embeddings"])
-                with self._invalidating_on_error([_key(col, user_id)]):
-                    moved += _move(got, source=col, target=lambda meta: self._archive)
-                if self._cache is not None:
-                    self._cache.remove(_key(col, user_id), list(got["ids"]))
+                if got["ids"]:
+                    plan.append((col, got))
+        moved = 0
+        with self._writing([_key(self._archive, user_id)] + [_key(col, user_id) for col, _ in plan] if plan else []):
+            for col, got in plan:
+                moved += _move(got, source=col, target=lambda meta: self._archive)
+                if self._notify is not None:
+                    self._notify.remove(_key(col, user_id), list(got["ids"]))
         return moved
 
     @_guarded("restore records")
@@ -506,11 +543,15 @@ class ChromaStore:
         got = self._archive.get(ids=wanted, where=_scope(user_id, None),
                                 include=["documents", "metadatas", "embeddings"])
         hits = _Hits.of(got)
-        with self._invalidating_on_error([_key(self._live[Kind(m["kind"])], user_id) for m in hits.metas]):
+        if not hits.ids:
+            return 0
+        touched = [_key(self._live[Kind(m["kind"])], user_id) for m in hits.metas] + [_key(self._archive, user_id)]
+        with self._writing(touched):
             moved = _move(got, source=self._archive, target=lambda meta: self._live[Kind(meta["kind"])])
-        if self._cache is not None and hits.vectors is not None:
-            for rid, meta, vector in zip(hits.ids, hits.metas, hits.vectors, strict=True):
-                self._cache.upsert(_key(self._live[Kind(meta["kind"])], user_id), [rid], [vector])
+            if self._notify is not None and hits.vectors is not None:
+                for rid, text, meta, vector in zip(hits.ids, hits.texts, hits.metas, hits.vectors, strict=True):
+                    self._notify.upsert(_key(self._live[Kind(meta["kind"])], user_id), [rid], [vector],
+                                        [(text or "", meta)])
         return moved
 
     def close(self) -> None:
@@ -518,7 +559,7 @@ class ChromaStore:
         if self._closed:
             return
         self._closed = True
-        self._cache = None
+        self._cache = self._notify = None
         if self._executor is not None:
             self._executor.shutdown(wait=False)
         if self._on_close is not None:
@@ -531,15 +572,33 @@ class ChromaStore:
         self.close()
 
     @contextmanager
-    def _invalidating_on_error(self, keys: Iterable[tuple[str, str]]) -> Iterator[None]:
-        """Drop these cache entries if the Chroma write inside fails part way (what landed is unknown)."""
+    def _writing(self, keys: Iterable[tuple[str, str]]) -> Iterator[None]:
+        """Around a Chroma write to these ``(collection, tenant)`` keys: publish it (server mode) when done.
+
+        If the write fails part way (what landed is unknown), the keys' cache entries are dropped and the
+        change is still published, best effort, so other processes reload too.
+        """
+        keys = set(keys)
         try:
             yield
         except BaseException:
-            if self._cache is not None:
-                for key in set(keys):
-                    self._cache.invalidate(key)
+            if self._notify is not None:
+                for key in keys:
+                    self._notify.invalidate(key)
+            with contextlib.suppress(Exception):  # the write's own error is the one to report
+                self._publish(keys)
             raise
+        self._publish(keys)
+
+    def _publish(self, keys: set[tuple[str, str]]) -> None:
+        """Server mode: mark ``keys`` changed by this store, and record that on its own fresh entries."""
+        if self._stamps is None or not keys:
+            return
+        value = self._stamps.publish(keys)
+        if self._cache is not None:
+            writer = self._stamps.writer
+            for key in keys:
+                self._cache.restamp(key, lambda old: with_field(old, writer, value))
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._executor_lock:
@@ -567,10 +626,11 @@ def _key(col: Collection, tenant: str) -> tuple[str, str]:
     return (str(col.id), tenant)
 
 
-def _load_vectors(col: Collection, tenant: str) -> tuple[list[str], Any]:
-    """All ids and embeddings of ``tenant`` in ``col``: one scoped ``get``."""
-    got = col.get(where=_scope(tenant, None), include=["embeddings"])  # type: ignore[list-item]
-    return list(got["ids"]), got["embeddings"]
+def _load_rows(col: Collection, tenant: str) -> Loaded:
+    """All ids, embeddings, texts and metadata of ``tenant`` in ``col``: one scoped ``get``."""
+    hits = _Hits.of(col.get(where=_scope(tenant, None), include=["embeddings", "documents", "metadatas"]))
+    return hits.ids, hits.vectors if hits.vectors is not None else [], \
+        [(text or "", meta) for text, meta in zip(hits.texts, hits.metas, strict=True)]
 
 
 def _replacing(meta: dict[str, Any], old: set[str]) -> dict[str, Any]:
@@ -656,12 +716,15 @@ class _Embedded:
     """One vector cache per store prefix, shared by every store on this data directory in the process."""
 
 
-def _vector_cache(client: ClientAPI, prefix: str) -> VectorCache | None:
-    """The shared vector cache of ``prefix`` on this embedded client (``None`` for any other client)."""
+def _vector_cache(client: ClientAPI, prefix: str, max_rows: int | None = None) -> VectorCache | None:
+    """The shared vector cache of ``prefix`` on this embedded client (``None`` for any other client).
+
+    The first opener's ``max_rows`` sizes it (``None``: ``DEFAULT_MAX_ROWS``).
+    """
     with _embedded_lock:
         for handle in _embedded.values():
             if handle.client is client:
-                return handle.caches.setdefault(prefix, VectorCache())
+                return handle.caches.setdefault(prefix, VectorCache(max_rows))
     return None
 
 
@@ -770,15 +833,20 @@ def open_chroma_store(
     embedder: Embedder,
     prefix: str = "mneme",
     allow_embedder_mismatch: bool = False,
+    cache_rows: int | None = None,
 ) -> ChromaStore:
-    """Open the store at ``data_dir`` (embedded, under ``data_dir/chroma``) or on the server at ``url``."""
+    """Open the store at ``data_dir`` (embedded, under ``data_dir/chroma``) or on the server at ``url``.
+
+    ``cache_rows`` bounds the search cache (``Settings.cache_rows``; ``0`` turns it off, ``None``: the default).
+    """
     if (data_dir is None) == (url is None):
         raise ConfigurationError("give exactly one of a data directory (embedded Chroma) or a Chroma URL")
     if url is not None:
         client = _http_client(url)
         try:
             return ChromaStore(client, embedder, prefix=prefix, allow_embedder_mismatch=allow_embedder_mismatch,
-                               location=url, remote=True, on_close=lambda: _close_quietly(client))
+                               location=url, remote=True, on_close=lambda: _close_quietly(client),
+                               vector_cache=VectorCache(cache_rows, max_age=SERVER_MAX_AGE))
         except BaseException:
             _close_quietly(client)
             raise
@@ -787,7 +855,7 @@ def open_chroma_store(
     try:
         return ChromaStore(client, embedder, prefix=prefix, allow_embedder_mismatch=allow_embedder_mismatch,
                            location=f"embedded Chroma in {Path(data_dir).expanduser().resolve()}",
-                           on_close=release, vector_cache=_vector_cache(client, prefix))
+                           on_close=release, vector_cache=_vector_cache(client, prefix, cache_rows))
     except BaseException:
         release()
         raise

@@ -180,6 +180,11 @@ class InProcessStore:
             users = {row.meta["user_id"] for row in self._rows.values()}
         return sorted(users - {SHARED_TENANT})
 
+    def change_stamp(self, user_id: str) -> None:
+        """Always ``None``: nobody outside this process writes to it."""
+        validate_tenant(user_id, allow_shared=True)
+        return None
+
     def archive(self, user_id: str, ids: Sequence[str]) -> int:
         """Mark live records archived; return how many moved."""
         return self._set_archived(user_id, ids, True)

@@ -172,11 +172,13 @@ class KeywordIndex:
                 changed += cur.rowcount
         return changed
 
-    def rebuild(self, entries: Iterable[KeywordEntry], *, user_id: str | None = None) -> int:
+    def rebuild(self, entries: Iterable[KeywordEntry], *, user_id: str | None = None, stamp: str | None = None) -> int:
         """Replace the index (or only ``user_id``'s part of it) with ``entries``; return how many were added.
 
         Runs in one transaction: readers see the old index until it commits, and a failure leaves it
         untouched. A full rebuild also records the current tokenizer version (clears ``needs_rebuild``).
+        ``stamp`` (a tenant's rebuild, server mode) records the store's change stamp the entries were read
+        under (read it *before* reading them); see ``synced_stamp``.
         """
         if user_id is not None:
             user_id = validate_tenant(user_id, allow_shared=True)
@@ -185,8 +187,11 @@ class KeywordIndex:
             if user_id is None:
                 for table in ("kw_post", "kw_docs", "kw_tenants"):
                     self._conn.execute(f"DELETE FROM {table}")
+                self._conn.execute("DELETE FROM kw_meta WHERE key LIKE 'stamp:%'")
             else:
                 self._drop_tenant(user_id)
+                if stamp is not None:
+                    self._set_meta(f"stamp:{user_id}", stamp)
             batch: list[_Prepared] = []
             for entry in entries:
                 if user_id is not None and entry.user_id != user_id:
@@ -272,6 +277,11 @@ class KeywordIndex:
                 self._conn.execute("DELETE FROM kw_pending")
             else:
                 self._conn.executemany("DELETE FROM kw_pending WHERE user_id = ?", [(u,) for u in user_ids])
+
+    def synced_stamp(self, user_id: str) -> str | None:
+        """The store's change stamp (``TenantStamp.full``) of the last rebuild of ``user_id``, if any."""
+        rows = self._read("SELECT value FROM kw_meta WHERE key = ?", [f"stamp:{user_id}"])
+        return str(rows[0][0]) if rows else None
 
     def kinds_of(self, ids: Sequence[str]) -> dict[str, str]:
         """The indexed kind of each of these ids (absent ids are left out)."""
@@ -422,6 +432,7 @@ class KeywordIndex:
         )
 
     def _drop_tenant(self, user_id: str) -> int:
+        self._conn.execute("DELETE FROM kw_meta WHERE key = ?", (f"stamp:{user_id}",))
         row = self._conn.execute("SELECT tid, n FROM kw_tenants WHERE user_id = ?", (user_id,)).fetchone()
         if row is None:
             return 0

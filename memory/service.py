@@ -16,7 +16,6 @@ import asyncio
 import hashlib
 import logging
 import threading
-import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -142,13 +141,10 @@ class MemoryService:
         forgetting: ForgettingPolicy | None = None,
         writing: WritePolicy | None = None,
         model: Any = None,
-        sync_interval: float | None = None,
     ) -> None:
         self.store = store
-        self.sync_interval = sync_interval
-        """Seconds between checks that a tenant's keyword index still matches the store (server mode,
-        where other processes write too); ``None`` when this process is the only writer."""
-        self._checked: dict[str, float] = {}
+        self._seen: dict[str, tuple[Any, ...]] = {}
+        """Server mode: per tenant, the other writers' counters the keyword index was last brought up to."""
         self.keyword = keyword if keyword is not None else KeywordIndex(None)
         self.clock = clock
         self.forgetting = forgetting or ForgettingPolicy()
@@ -180,16 +176,19 @@ class MemoryService:
         return rebuilt
 
     def _catch_up(self, user_id: str) -> None:
-        """In server mode, rebuild one tenant's keyword index when another process changed the store."""
-        if self.sync_interval is None:
+        """Server mode: rebuild one tenant's keyword index if another process changed its records.
+
+        The store's change stamp (one primary-key read) says who wrote what; this process's own writes
+        are indexed as they happen, so only other writers' counters matter. A process meeting a tenant
+        for the first time trusts its index file if the file was rebuilt under the stamp still current.
+        """
+        stamp = self.store.change_stamp(user_id)
+        if stamp is None or self._seen.get(user_id) == stamp.foreign:
             return
-        now = time.monotonic()
-        if now - self._checked.get(user_id, -1e18) < self.sync_interval:
-            return
-        self._checked[user_id] = now
-        if self.store.count(user_id, kinds=None, archived=None) != self.keyword.count(user_id):
+        if user_id in self._seen or self.keyword.synced_stamp(user_id) != stamp.full:
             records = self.store.scan(user_id, kinds=None, archived=None)
-            self.keyword.rebuild((self._entry(r) for r in records), user_id=user_id)
+            self.keyword.rebuild((self._entry(r) for r in records), user_id=user_id, stamp=stamp.full)
+        self._seen[user_id] = stamp.foreign
 
     @staticmethod
     def _entry(record: MemoryRecord) -> KeywordEntry:
@@ -206,6 +205,8 @@ class MemoryService:
         if not query or opts.k <= 0 or is_low_value(query):
             return []  # "谢谢！" recalls nothing: listing memories for it would only be noise
         self._catch_up(user_id)
+        if opts.include_documents:
+            self._catch_up(SHARED_TENANT)  # documents another process ingested
         window = parse_time_window(query, now) if opts.time_aware else None
         kinds: list[Kind] = list(MEMORY_KINDS) + ([Kind.DOCUMENT] if opts.include_documents else [])
         # candidates per channel (the dense scores of this pool are min-max normalised: tuned with it)

@@ -1,48 +1,49 @@
-"""An in-process cache of each tenant's vectors, so embedded search need not run Chroma's filtered query.
+"""An in-process cache of each tenant's rows (vectors, texts, metadata), so search need not ask Chroma to rank.
 
 Chroma's ``query`` with a ``where`` filter scans metadata before it ranks, which dominates search time
 for a store of many tenants (tens of ms at 100k rows, against ~1 ms for a dot product over one tenant's
-rows). ``VectorCache`` holds, per ``(collection id, tenant)``, the row ids and a float32 matrix of their
-unit-normalised embeddings; the store ranks by a dot product and then fetches only the winners from
-Chroma by id. Chroma stays the store of record: the cache is loaded lazily from it and never persisted.
+rows), and every Chroma round trip costs milliseconds in server mode. ``VectorCache`` holds, per
+``(collection id, tenant)``, the row ids, a float32 matrix of their unit-normalised embeddings and each
+row's stored ``(text, metadata)``; the store ranks by a dot product and reads the winners from here.
+Chroma stays the store of record: the cache is loaded lazily from it and never persisted.
 
-Exactness: every write path of ``ChromaStore`` calls ``upsert``/``remove``/``invalidate`` after its
-Chroma write. Each key has a version bumped by every change (loaded or not), and a load only installs
-what it read if the version did not move meanwhile, so a load racing a write never installs stale rows.
-Entries are never mutated in place where a reader could see them (readers take a ``Snapshot`` under the
-lock and do the numpy work outside it). Memory is bounded by ``max_rows`` over all entries, least
-recently used first out; a single tenant larger than the budget is not cached (search falls back).
+Exactness within a process: every write path of ``ChromaStore`` calls ``upsert``/``update``/``remove``/
+``invalidate`` after its Chroma write. Each key has a version bumped by every change (loaded or not), and
+a load only installs what it read if the version did not move meanwhile, so a load racing a write never
+installs stale rows. Entries are never mutated in place where a reader could see them (readers take a
+``Snapshot`` under the lock and do the numpy work outside it).
+
+Exactness across processes (server mode): each entry carries the ``stamp`` its caller read before loading
+(see ``mneme.memory.stamps``); ``snapshot`` with a different stamp reloads, and ``restamp`` records a
+process's own writes so they do not force a reload.
+
+Memory is bounded by ``max_rows`` over all entries, least recently used first out; a single tenant larger
+than the budget is not cached (search falls back to Chroma).
 """
 
 from __future__ import annotations
 
-import os
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-DEFAULT_MAX_ROWS = 300_000
-"""Default row budget: 300k rows of 512-d float32 is ~600 MiB; 100k memories take a third of it."""
-MAX_ROWS_ENV = "MNEME_VECTOR_CACHE_ROWS"
-"""Environment override of the row budget; ``0`` turns the cache off."""
+DEFAULT_MAX_ROWS = 200_000
+"""Default row budget (``Settings.cache_rows``): a cached row costs ~2 KiB of vector (512-d float32) plus its
+text and metadata (~1 KiB for a conversation turn), so 200k rows stay near 600 MiB."""
 
 Key = tuple[str, str]
 """``(collection id, tenant)``."""
 Matrix = npt.NDArray[np.float32]
-
-
-def default_max_rows() -> int:
-    """The row budget from ``MNEME_VECTOR_CACHE_ROWS`` (default ``DEFAULT_MAX_ROWS``)."""
-    raw = os.environ.get(MAX_ROWS_ENV, "").strip()
-    try:
-        return max(0, int(raw)) if raw else DEFAULT_MAX_ROWS
-    except ValueError:
-        return DEFAULT_MAX_ROWS
+Row = tuple[str, Mapping[str, Any]]
+"""A row's stored text and flat metadata, as Chroma returns them (read-only: never mutate one)."""
+Loaded = tuple[list[str], Any, list[Row]]
+"""What a loader returns: ids, their embeddings, their rows."""
 
 
 def normalized(vectors: Any) -> Matrix:
@@ -57,38 +58,42 @@ def normalized(vectors: Any) -> Matrix:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """An immutable view of one entry: ``ids[i]`` is the row ``vectors[i]``."""
+    """An immutable view of one entry: ``ids[i]`` is the row with vector ``vectors[i]`` and ``rows[i]``."""
 
     ids: Sequence[str]
     vectors: Matrix
+    rows: Sequence[Row] = ()
 
-    def top(self, query: Matrix, k: int) -> list[tuple[str, float]]:
-        """The ``k`` rows nearest ``query`` (unit length) by cosine similarity, best first."""
+    def top(self, query: Matrix, k: int) -> list[tuple[int, float]]:
+        """Positions of the ``k`` rows nearest ``query`` (unit length) by cosine similarity, best first."""
         n = self.vectors.shape[0]
         if n == 0 or k <= 0:
             return []
         scores = self.vectors @ query
         best = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
         order = best[np.lexsort((best, -scores[best]))]
-        return [(self.ids[i], float(scores[i])) for i in order]
+        return [(int(i), float(scores[i])) for i in order]
 
 
 class _Entry:
     """Rows of one key, with spare capacity so appends are amortised O(1)."""
 
-    __slots__ = ("ids", "index", "matrix", "n")
+    __slots__ = ("ids", "index", "loaded", "matrix", "n", "rows", "stamp")
 
-    def __init__(self, ids: list[str], vectors: Matrix) -> None:
+    def __init__(self, ids: list[str], vectors: Matrix, rows: list[Row], stamp: Any = None) -> None:
+        self.loaded = time.monotonic()
         self.ids = ids
         self.index = {rid: i for i, rid in enumerate(ids)}
         self.matrix = vectors
+        self.rows = rows
         self.n = len(ids)
+        self.stamp = stamp
 
     def snapshot(self) -> Snapshot:
         # appends write beyond n and replacements copy, so this view never changes under a reader
-        return Snapshot(self.ids, self.matrix[: self.n])
+        return Snapshot(self.ids, self.matrix[: self.n], self.rows)
 
-    def upsert(self, ids: Sequence[str], vectors: Matrix) -> None:
+    def upsert(self, ids: Sequence[str], vectors: Matrix, rows: Sequence[Row]) -> None:
         fresh: list[int] = []
         replaced = False
         for j, rid in enumerate(ids):
@@ -96,10 +101,12 @@ class _Entry:
             if i is None:
                 fresh.append(j)
                 continue
-            if not replaced:
-                self.matrix = self.matrix.copy()  # copy-on-write: a reader may hold the old rows
+            if not replaced:  # copy-on-write: a reader may hold the old rows
+                self.matrix = self.matrix.copy()
+                self.rows = list(self.rows)
                 replaced = True
             self.matrix[i] = vectors[j]
+            self.rows[i] = rows[j]
         if not fresh:
             return
         need = self.n + len(fresh)
@@ -115,8 +122,22 @@ class _Entry:
                 i = self.n
                 self.index[rid] = i
                 self.ids.append(rid)
+                self.rows.append(rows[j])
                 self.n += 1
+            else:
+                self.rows[i] = rows[j]
             self.matrix[i] = vectors[j]
+
+    def update(self, changes: Mapping[str, Mapping[str, Any]]) -> None:
+        """Merge metadata changes into rows, as Chroma does (a ``None`` value removes the field)."""
+        hit = [(self.index[rid], fields) for rid, fields in changes.items() if rid in self.index]
+        if not hit:
+            return
+        self.rows = list(self.rows)  # copy-on-write
+        for i, fields in hit:
+            text, meta = self.rows[i]
+            merged = {**meta, **fields}
+            self.rows[i] = (text, {key: value for key, value in merged.items() if value is not None})
 
     def remove(self, ids: Sequence[str]) -> None:
         drop = {self.index[rid] for rid in ids if rid in self.index}
@@ -124,19 +145,22 @@ class _Entry:
             return
         keep = [i for i in range(self.n) if i not in drop]
         self.ids = [self.ids[i] for i in keep]
+        self.rows = [self.rows[i] for i in keep]
         self.matrix = self.matrix[keep].copy() if keep else self.matrix[:0].copy()
         self.index = {rid: i for i, rid in enumerate(self.ids)}
         self.n = len(self.ids)
 
 
 class VectorCache:
-    """Per-``(collection, tenant)`` vectors, LRU-bounded by a total row count; thread-safe."""
+    """Per-``(collection, tenant)`` rows, LRU-bounded by a total row count; thread-safe."""
 
-    def __init__(self, max_rows: int | None = None) -> None:
-        self.max_rows = default_max_rows() if max_rows is None else max(0, max_rows)
+    def __init__(self, max_rows: int | None = None, *, max_age: float | None = None) -> None:
+        self.max_rows = DEFAULT_MAX_ROWS if max_rows is None else max(0, max_rows)
+        self.max_age = max_age
+        """Seconds an entry is trusted at most (server mode's backstop; ``None``: for ever)."""
         self._entries: OrderedDict[Key, _Entry] = OrderedDict()
         self._versions: dict[Key, int] = {}
-        self._too_big: dict[Key, int] = {}
+        self._too_big: dict[Key, tuple[int, Any]] = {}
         self._rows = 0
         self._lock = threading.Lock()
 
@@ -156,30 +180,36 @@ class VectorCache:
         with self._lock:
             return list(self._entries)
 
-    def snapshot(self, key: Key, load: Callable[[], tuple[list[str], Any]]) -> Snapshot | None:
-        """The rows of ``key``, loading them with ``load() -> (ids, embeddings)`` on a miss.
+    def snapshot(self, key: Key, load: Callable[[], Loaded], *, stamp: Any = None) -> Snapshot | None:
+        """The rows of ``key``, loading them with ``load() -> (ids, embeddings, rows)`` on a miss.
 
-        ``None`` when the cache is off or the key holds more rows than the whole budget.
+        ``stamp`` (server mode) is what the caller read of the key's change stamp *before* this call: an
+        entry loaded under another stamp is stale and is reloaded. ``None`` when the cache is off or the
+        key holds more rows than the whole budget.
         """
         if not self.enabled:
             return None
         with self._lock:
             entry = self._entries.get(key)
-            if entry is not None:
+            if entry is not None and entry.stamp == stamp and (
+                    self.max_age is None or time.monotonic() - entry.loaded < self.max_age):
                 self._entries.move_to_end(key)
                 return entry.snapshot()
+            if entry is not None:  # changed by another process (or too old): drop it and load afresh
+                self._bump(key)
+                self._drop(key)
             version = self._versions.get(key, 0)
-            if self._too_big.get(key) == version:
+            if self._too_big.get(key) == (version, stamp):
                 return None
-        ids, embeddings = load()  # outside the lock: this is the slow Chroma read
+        ids, embeddings, rows = load()  # outside the lock: this is the slow Chroma read
         vectors = normalized(embeddings) if ids else np.zeros((0, 0), dtype=np.float32)
-        entry = _Entry(list(ids), vectors)
+        entry = _Entry(list(ids), vectors, list(rows), stamp)
         snap = entry.snapshot()
         with self._lock:
             if self._versions.get(key, 0) != version:
                 return snap  # a write landed while loading: answer from what was read, install nothing
             if entry.n > self.max_rows:
-                self._too_big[key] = version
+                self._too_big[key] = (version, stamp)
                 return None
             old = self._entries.pop(key, None)
             if old is not None:  # another thread loaded it meanwhile
@@ -189,7 +219,18 @@ class VectorCache:
             self._evict()
         return snap
 
-    def upsert(self, key: Key, ids: Sequence[str], embeddings: Any) -> None:
+    def rows_of(self, key: Key, ids: Sequence[str]) -> dict[str, Row] | None:
+        """The cached rows of ``ids`` under ``key`` (absent ids are not in the store), or ``None`` if not loaded.
+
+        Only for a process that is the store's sole writer (embedded mode): no stamp is checked.
+        """
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            return {rid: entry.rows[entry.index[rid]] for rid in ids if rid in entry.index}
+
+    def upsert(self, key: Key, ids: Sequence[str], embeddings: Any, rows: Sequence[Row]) -> None:
         """Replace or append rows of a loaded key (a key not loaded only records the change)."""
         if not ids:
             return
@@ -205,10 +246,20 @@ class VectorCache:
             if entry.n == 0:
                 entry.matrix = np.zeros((0, vectors.shape[1]), dtype=np.float32)
             before = entry.n
-            entry.upsert(ids, vectors)
+            entry.upsert(ids, vectors, rows)
             self._rows += entry.n - before
             self._entries.move_to_end(key)  # a tenant being written to is active: evict others first
             self._evict()
+
+    def update(self, key: Key, changes: Mapping[str, Mapping[str, Any]]) -> None:
+        """Merge metadata changes (``{id: {field: value or None}}``) into the rows of a loaded key."""
+        if not changes:
+            return
+        with self._lock:
+            self._bump(key)
+            entry = self._entries.get(key)
+            if entry is not None:
+                entry.update(changes)
 
     def remove(self, key: Key, ids: Sequence[str]) -> None:
         """Forget rows of a loaded key."""
@@ -221,6 +272,13 @@ class VectorCache:
                 before = entry.n
                 entry.remove(ids)
                 self._rows -= before - entry.n
+
+    def restamp(self, key: Key, stamp: Callable[[Any], Any]) -> None:
+        """Record this process's own published change on a loaded entry: ``entry.stamp = stamp(entry.stamp)``."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                entry.stamp = stamp(entry.stamp)
 
     def invalidate(self, key: Key) -> None:
         """Drop ``key``: the next search reloads it from Chroma."""
@@ -254,4 +312,4 @@ class VectorCache:
         if self._rows > self.max_rows and self._entries:
             key, entry = self._entries.popitem(last=False)
             self._rows -= entry.n
-            self._too_big[key] = self._versions.get(key, 0)
+            self._too_big[key] = (self._versions.get(key, 0), entry.stamp)

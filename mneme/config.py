@@ -31,6 +31,8 @@ class Settings:
     """OPENAI_BASE_URL: any OpenAI-compatible server (Ollama, vLLM, llama.cpp)."""
     chat_model: str = "gpt-4o-mini"
     """MNEME_CHAT_MODEL: the chat model's name at that endpoint."""
+    cache_rows: int = 200_000
+    """MNEME_VECTOR_CACHE_ROWS: rows of the in-process search cache (``0``: off, search asks Chroma every time)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -42,7 +44,12 @@ class Settings:
         prefix = (env.get("MNEME_COLLECTION_PREFIX") or "mneme").strip()
         if not prefix.replace("_", "").replace("-", "").isalnum() or len(prefix) > 40:
             raise ConfigurationError(f"MNEME_COLLECTION_PREFIX {prefix!r}: use up to 40 letters, digits, _ or -")
+        raw_rows = (env.get("MNEME_VECTOR_CACHE_ROWS") or "200000").strip().replace("_", "")
+        if not raw_rows.isdigit():
+            raise ConfigurationError(f"MNEME_VECTOR_CACHE_ROWS must be a whole number of rows (0 turns the cache off), "
+                                     f"got {raw_rows!r}")
         return cls(
+            cache_rows=int(raw_rows),
             data_dir=Path(env.get("MNEME_DATA_DIR") or ".mneme").expanduser(),
             chroma_url=url,
             collection_prefix=prefix,

@@ -25,8 +25,10 @@ def open_store(settings: Settings, *, embedder: Embedder | None = None) -> Memor
 
     embedder = embedder or settings_embedder(settings)
     if settings.chroma_url:
-        return open_chroma_store(url=settings.chroma_url, embedder=embedder, prefix=settings.collection_prefix)
-    return open_chroma_store(data_dir=settings.data_dir, embedder=embedder, prefix=settings.collection_prefix)
+        return open_chroma_store(url=settings.chroma_url, embedder=embedder, prefix=settings.collection_prefix,
+                                 cache_rows=settings.cache_rows)
+    return open_chroma_store(data_dir=settings.data_dir, embedder=embedder, prefix=settings.collection_prefix,
+                             cache_rows=settings.cache_rows)
 
 
 def keyword_index_path(settings: Settings) -> Path:
@@ -47,8 +49,7 @@ def open_service(settings: Settings, *, embedder: Embedder | None = None, model:
 
     store = open_store(settings, embedder=embedder)
     keyword = KeywordIndex(keyword_index_path(settings))
-    # With a server, other processes write too: re-check each user's keyword index every few seconds.
-    service = MemoryService(store, keyword=keyword, clock=clock, model=model,
-                            sync_interval=5.0 if settings.chroma_url else None)
+    # With a server, other processes write too: recall checks the store's change stamps for each user.
+    service = MemoryService(store, keyword=keyword, clock=clock, model=model)
     service.sync_keyword_index(only_if_needed=True)
     return service

@@ -220,3 +220,28 @@ def test_memories_cli_lists_exports_and_erases_one_user(
     run_cli(["memories", "delete", "--user", "alice", "--all"], capsys)
     assert json.loads(run_cli(["memories", "list", "--user", "alice", "--json"], capsys)) == []
     assert [i["id"] for i in json.loads(run_cli(["memories", "list", "--user", "bob", "--json"], capsys))] == ["b"]
+
+
+def test_the_cache_size_comes_from_settings(tmp_path: Path) -> None:
+    from mneme.config import Settings
+    from mneme.errors import ConfigurationError
+    from mneme.stores import open_store
+
+    base = {"MNEME_DATA_DIR": str(tmp_path), "MNEME_EMBEDDINGS": "fake"}
+    assert Settings.from_env(base).cache_rows == 200_000
+    off = open_store(Settings.from_env({**base, "MNEME_VECTOR_CACHE_ROWS": "0"}))
+    try:
+        assert off._cache is None  # type: ignore[attr-defined]
+        off.add([rec("alice", "住在北京 lives in Beijing", rid="f")])
+        hits = off.search("alice", off.embedder.embed(["住在北京"])[0])
+        assert [h.record.id for h in hits] == ["f"]  # answered by Chroma's own query
+    finally:
+        off.close()
+    small = open_store(Settings.from_env({**base, "MNEME_DATA_DIR": str(tmp_path / "b"),
+                                          "MNEME_VECTOR_CACHE_ROWS": "1_000"}))
+    try:
+        assert small._cache is not None and small._cache.max_rows == 1000  # type: ignore[attr-defined]
+    finally:
+        small.close()
+    with pytest.raises(ConfigurationError, match="MNEME_VECTOR_CACHE_ROWS"):
+        Settings.from_env({**base, "MNEME_VECTOR_CACHE_ROWS": "lots"})

@@ -306,3 +306,15 @@ def test_bench_retrieval_command_prints_figures(tmp_path: Path) -> None:
     assert result["latency_ms"]["p95"] >= result["latency_ms"]["p50"] > 0
     assert result["ingest_per_s"] > 0 and result["peak_rss_mb"] > 0
     assert 0 < result["target_tenant_memories"] < 300
+
+
+def test_bench_store_reports_both_modes_and_the_cost_of_another_process_write(tmp_path: Path, chroma_server) -> None:
+    from mneme.evaluation.bench_store import run_store_bench
+
+    embedded = run_store_bench(400, "embedded", tenants=10, queries=20, dim=32, workdir=tmp_path)
+    server = run_store_bench(400, "server", tenants=10, queries=20, dim=32, url=chroma_server.url)
+    for result in (embedded, server):
+        assert result["memories"] == 400 and result["add_records_per_s"] > 0
+        assert 0 < result["search_p50_ms"] <= result["search_p95_ms"] <= result["search_max_ms"]
+    assert "search_after_other_process_write_p50_ms" not in embedded
+    assert 0 < server["search_after_other_process_write_p50_ms"] <= server["search_after_other_process_write_p95_ms"]

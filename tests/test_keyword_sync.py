@@ -64,3 +64,70 @@ def test_start_up_checks_everything_once_then_only_what_is_needed(tmp_path) -> N
     index.rebuild([], user_id="bob")  # the index lost bob's entries behind the service's back
     assert service.sync_keyword_index() == 1  # an explicit full check finds and repairs it
     assert [r.text for r in service.recall("bob", "bees Lyon", options=OPTS)]
+
+
+def test_processes_sharing_a_server_see_each_others_writes_at_once(tmp_path, chroma_server) -> None:
+    """Two app processes (each its own store object and keyword file) on one ``chroma run`` server."""
+    import uuid
+
+    from mneme.memory.chroma import open_chroma_store
+
+    prefix = f"k{uuid.uuid4().hex[:10]}"
+    emb = FakeEmbeddings()
+    services = [MemoryService(open_chroma_store(url=chroma_server.url, embedder=emb, prefix=prefix),
+                              keyword=KeywordIndex(tmp_path / f"kw-{name}.sqlite3"), clock=FixedClock(1e9))
+                for name in ("a", "b")]
+    a, b = services
+    try:
+        assert b.recall("alice", "旺财", options=OPTS) == []
+        a.remember_turn("alice", user_text="我的狗叫旺财，它三岁了")
+        got = b.recall("alice", "旺财", options=OPTS)  # no wait: b's next recall sees a's write
+        assert got and "旺财" in got[0].text and got[0].signals["keyword"] > 0
+        rebuilt: list[str] = []
+        real = b.keyword.rebuild
+        b.keyword.rebuild = lambda entries, **kw: rebuilt.append(kw["user_id"]) or real(entries, **kw)  # type: ignore[method-assign]
+        b.remember_turn("alice", user_text="I keep bees in Lyon")
+        assert b.recall("alice", "bees Lyon", options=OPTS)[0].signals["keyword"] > 0
+        assert rebuilt == []  # its own write was indexed as it happened: no rebuild
+        # a replaced value (same id, new text): counts are equal, the stamp still tells
+        fact = MemoryRecord(id="fact-city", user_id="alice", kind=Kind.FACT, text="用户住在上海", created_at=1e9)
+        a.store.add([fact])
+        assert b.recall("alice", "上海", options=OPTS)[0].id == "fact-city"
+        a.store.add([replace(fact, text="用户住在成都")])
+        top = b.recall("alice", "成都", options=OPTS)[0]
+        assert top.id == "fact-city" and top.text == "用户住在成都" and top.signals["keyword"] > 0
+        assert rebuilt == ["alice", "alice"]
+        # documents another process ingested are found too
+        a.ingest_document("Mneme 的退货政策：三十天内可以退货。", source="policy.md")
+        docs = b.recall("alice", "退货政策", options=RecallOptions(reinforce=False))
+        assert docs and docs[0].source == "document" and docs[0].signals["keyword"] > 0
+    finally:
+        for service in services:
+            service.close()
+
+
+def test_a_new_process_trusts_an_index_file_rebuilt_under_the_current_stamp(tmp_path, chroma_server) -> None:
+    import uuid
+
+    from mneme.memory.chroma import open_chroma_store
+
+    prefix = f"k{uuid.uuid4().hex[:10]}"
+    emb = FakeEmbeddings()
+    writer = MemoryService(open_chroma_store(url=chroma_server.url, embedder=emb, prefix=prefix),
+                           keyword=KeywordIndex(tmp_path / "kw-writer.sqlite3"), clock=FixedClock(1e9))
+    writer.remember_turn("bob", user_text="I keep bees in Lyon")
+    rebuilt: list[str] = []
+    for _ in range(2):  # the same keyword file, opened by a process, then by its successor
+        reader = MemoryService(open_chroma_store(url=chroma_server.url, embedder=emb, prefix=prefix),
+                               keyword=KeywordIndex(tmp_path / "kw-reader.sqlite3"), clock=FixedClock(1e9))
+        real = reader.keyword.rebuild
+
+        def counting(entries, real=real, **kw):  # type: ignore[no-untyped-def]
+            rebuilt.append(kw["user_id"])
+            return real(entries, **kw)
+
+        reader.keyword.rebuild = counting  # type: ignore[method-assign]
+        assert reader.recall("bob", "bees", options=OPTS)[0].signals["keyword"] > 0
+        reader.close()
+    assert rebuilt == ["bob"]  # the successor trusted the file: nothing changed since its rebuild
+    writer.close()

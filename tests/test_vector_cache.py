@@ -6,12 +6,14 @@ import random
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from mneme.memory.base import MEMORY_KINDS, SHARED_TENANT, Kind, MemoryRecord, ScoredRecord
 from mneme.memory.chroma import ChromaStore, open_chroma_store, reindex_store
+from mneme.memory.records import from_metadata
 from mneme.memory.vector_cache import Snapshot, VectorCache, normalized
 from mneme.testing import FakeEmbeddings
 
@@ -57,17 +59,40 @@ def _assert_equal_hits(got: list[ScoredRecord], want: list[ScoredRecord]) -> Non
     assert all(x.score >= y.score - 1e-6 for x, y in zip(got, got[1:], strict=False))
 
 
+def _exact(plain: ChromaStore, tenant: str, query: list[float], *, kinds: tuple[Kind, ...] = MEMORY_KINDS,
+           k: int = 10, include_shared: bool = False) -> list[ScoredRecord]:
+    """The true top ``k``: every stored row of the tenant ranked by exact cosine (Chroma's HNSW is approximate)."""
+    sources = [(plain._live[kind], tenant) for kind in kinds]
+    if include_shared and Kind.DOCUMENT in kinds and tenant != SHARED_TENANT:
+        sources.append((plain._live[Kind.DOCUMENT], SHARED_TENANT))
+    unit = normalized(query)[0]
+    scored = []
+    for col, owner in sources:
+        got = col.get(where={"user_id": owner}, include=["embeddings", "documents", "metadatas"])  # type: ignore[list-item]
+        for rid, vector, text, meta in zip(got["ids"], got["embeddings"], got["documents"], got["metadatas"],
+                                           strict=True):
+            score = float(normalized(vector)[0] @ unit)
+            scored.append(ScoredRecord(from_metadata(rid, text, meta), score))
+    scored.sort(key=lambda h: (-h.score, h.record.id))
+    return scored[:k]
+
+
 def _assert_same(cached: ChromaStore, plain: ChromaStore, rng: random.Random, *, queries: int = 6) -> None:
-    """Cached and Chroma searches agree on ids, order, scores and records, for every tenant."""
+    """Cached search equals the exact ranking of what Chroma stores (ids, order, scores, records), for every
+    tenant, and agrees with Chroma's own (approximate) query on the records both return."""
     for tenant in [*TENANTS, SHARED_TENANT]:
         for _ in range(queries):
             query = _vector(rng)
             for kwargs in ({}, {"kinds": [Kind.FACT, Kind.DOCUMENT]}, {"include_shared": True, "k": 25}):
                 got = cached.search(tenant, query, **kwargs)  # type: ignore[arg-type]
-                want = plain.search(tenant, query, **kwargs)  # type: ignore[arg-type]
+                want = _exact(plain, tenant, query, **kwargs)  # type: ignore[arg-type]
                 assert [h.record.id for h in got] == [h.record.id for h in want]  # random vectors: no ties
                 _assert_equal_hits(got, want)
                 assert all(h.record.user_id in (tenant, SHARED_TENANT) for h in got)
+                approximate = {h.record.id: h for h in plain.search(tenant, query, **kwargs)}  # type: ignore[arg-type]
+                for hit in got:
+                    if hit.record.id in approximate:
+                        assert hit.record == approximate[hit.record.id].record
 
 
 def test_cached_search_equals_chroma_query_on_random_data(stores: tuple[ChromaStore, ChromaStore]) -> None:
@@ -150,17 +175,29 @@ def test_a_filtered_or_archived_search_still_goes_to_chroma(stores: tuple[Chroma
     assert cached._cache is not None and cached._cache.rows == 0
 
 
-def test_server_mode_never_caches(tmp_path: Path) -> None:
+def test_an_uncached_store_object_still_keeps_the_shared_cache_exact(tmp_path: Path) -> None:
     with open_chroma_store(data_dir=tmp_path, embedder=EMBEDDER, prefix="vc") as store:
-        remote = ChromaStore(store._client, EMBEDDER, prefix="vc", remote=True, vector_cache=VectorCache())
-        assert remote._cache is None
+        plain = ChromaStore(store._client, EMBEDDER, prefix="vc", vector_cache=None)
+        rng = random.Random(2)
+        store.add(_records(rng, 10, ["alice"]))
+        query = _vector(rng)
+        before = store.search("alice", query, k=20)
+        plain.add([MemoryRecord(id="via-plain", user_id="alice", kind=Kind.FACT, text="x", created_at=1.0,
+                                embedding=query)])
+        after = store.search("alice", query, k=20)
+        assert [h.record.id for h in after] == ["via-plain"] + [h.record.id for h in before]
 
 
 # --- the cache on its own ------------------------------------------------------------------------
 
 
-def _loader(n: int, dim: int = 4) -> tuple[list[str], list[list[float]]]:
-    return [f"r{i}" for i in range(n)], [[float(i + 1)] + [1.0] * (dim - 1) for i in range(n)]
+def _loader(n: int, dim: int = 4) -> tuple[list[str], list[list[float]], list[tuple[str, dict[str, object]]]]:
+    return ([f"r{i}" for i in range(n)], [[float(i + 1)] + [1.0] * (dim - 1) for i in range(n)],
+            [(f"text {i}", {"user_id": "a", "n": i}) for i in range(n)])
+
+
+def _row(text: str) -> tuple[str, dict[str, object]]:
+    return (text, {"user_id": "a"})
 
 
 def test_lru_bound_evicts_least_recently_used() -> None:
@@ -171,7 +208,7 @@ def test_lru_bound_evicts_least_recently_used() -> None:
     cache.snapshot(("c", "d"), lambda: _loader(4))
     assert cache.keys() == [("c", "a"), ("c", "d")]
     assert cache.rows == 8
-    cache.upsert(("c", "a"), ["x", "y", "z"], [[1.0, 0, 0, 0]] * 3)  # grows past the budget: d goes
+    cache.upsert(("c", "a"), ["x", "y", "z"], [[1.0, 0, 0, 0]] * 3, [_row("x")] * 3)  # past the budget: d goes
     assert cache.keys() == [("c", "a")] and cache.rows == 7
 
 
@@ -188,8 +225,8 @@ def test_a_tenant_bigger_than_the_budget_is_not_cached() -> None:
 def test_a_write_during_a_load_keeps_the_loaded_rows_out() -> None:
     cache = VectorCache()
 
-    def racing_load() -> tuple[list[str], list[list[float]]]:
-        cache.upsert(("c", "a"), ["late"], [[0.0, 1.0, 0.0, 0.0]])
+    def racing_load() -> tuple[list[str], list[list[float]], list[tuple[str, dict[str, object]]]]:
+        cache.upsert(("c", "a"), ["late"], [[0.0, 1.0, 0.0, 0.0]], [_row("late")])
         return _loader(3)
 
     snap = cache.snapshot(("c", "a"), racing_load)
@@ -206,7 +243,7 @@ def test_snapshot_top_is_exact_cosine_ranking() -> None:
     cosine = vectors @ query / np.linalg.norm(vectors, axis=1)
     want = [ids[i] for i in np.argsort(-cosine)[:10]]
     got = snap.top(query, 10)
-    assert [rid for rid, _ in got] == want
+    assert [ids[pos] for pos, _ in got] == want
     assert np.allclose([s for _, s in got], np.sort(cosine)[::-1][:10], atol=1e-5)
     assert len(snap.top(query, 500)) == 200
 
@@ -216,9 +253,134 @@ def test_readers_keep_their_snapshot_while_rows_change() -> None:
     before = cache.snapshot(("c", "a"), lambda: _loader(3))
     assert before is not None
     rows = before.vectors.copy()
-    cache.upsert(("c", "a"), ["r0", "new"], [[0.0, 0.0, 0.0, 1.0], [0.0, 1.0, 0.0, 0.0]])
+    texts = [text for text, _ in before.rows]
+    cache.upsert(("c", "a"), ["r0", "new"], [[0.0, 0.0, 0.0, 1.0], [0.0, 1.0, 0.0, 0.0]],
+                 [_row("r0 again"), _row("new")])
+    cache.update(("c", "a"), {"r2": {"n": None, "seen": 3}})
     cache.remove(("c", "a"), ["r1"])
     assert np.array_equal(before.vectors, rows) and list(before.ids[:3]) == ["r0", "r1", "r2"]
+    assert [text for text, _ in before.rows[:3]] == texts and before.rows[2][1] == {"user_id": "a", "n": 2}
     after = cache.snapshot(("c", "a"), lambda: pytest.fail("cached"))
     assert after is not None and list(after.ids) == ["r0", "r2", "new"]
     assert np.allclose(after.vectors[0], [0.0, 0.0, 0.0, 1.0])
+    assert [text for text, _ in after.rows] == ["r0 again", "text 2", "new"]
+    assert after.rows[1][1] == {"user_id": "a", "seen": 3}  # merged as Chroma merges: None removes
+
+
+def test_a_changed_stamp_or_an_old_entry_reloads() -> None:
+    cache = VectorCache(max_age=3600)
+    loads: list[int] = []
+
+    def load() -> tuple[list[str], list[list[float]], list[tuple[str, dict[str, object]]]]:
+        loads.append(1)
+        return _loader(2)
+
+    cache.snapshot(("c", "a"), load, stamp=(("w1", 1),))
+    cache.snapshot(("c", "a"), load, stamp=(("w1", 1),))
+    assert len(loads) == 1
+    cache.snapshot(("c", "a"), load, stamp=(("w1", 1), ("w2", 1)))  # another writer published
+    assert len(loads) == 2
+    cache.restamp(("c", "a"), lambda old: (*old, ("w3", 5)))  # our own publication
+    cache.snapshot(("c", "a"), load, stamp=(("w1", 1), ("w2", 1), ("w3", 5)))
+    assert len(loads) == 2
+    cache.max_age = 0.0
+    cache.snapshot(("c", "a"), load, stamp=(("w1", 1), ("w2", 1), ("w3", 5)))
+    assert len(loads) == 3
+
+
+# --- server mode: several processes, each with its own cache ------------------------------------
+
+
+@pytest.fixture
+def server_pair(chroma_server: Any) -> Iterator[tuple[ChromaStore, ChromaStore, ChromaStore]]:
+    """Two cached server-mode stores, as two app processes would open them, and an uncached reference."""
+    prefix = f"s{uuid.uuid4().hex[:10]}"
+    a = open_chroma_store(url=chroma_server.url, embedder=EMBEDDER, prefix=prefix)
+    b = open_chroma_store(url=chroma_server.url, embedder=EMBEDDER, prefix=prefix)
+    plain = ChromaStore(b._client, EMBEDDER, prefix=prefix, remote=True, vector_cache=None)
+    assert a._cache is not None and b._cache is not None and a._cache is not b._cache
+    assert a._stamps is not None and b._stamps is not None and a._stamps.writer != b._stamps.writer
+    yield a, b, plain
+    for store in (plain, a, b):
+        store.close()
+
+
+def test_server_mode_caches_stay_exact_across_processes(
+        server_pair: tuple[ChromaStore, ChromaStore, ChromaStore]) -> None:
+    a, b, plain = server_pair
+    rng = random.Random(21)
+    records = _records(rng, 90)
+    a.add(records[:60])
+    _assert_same(a, plain, rng, queries=2)
+    _assert_same(b, plain, rng, queries=2)  # both caches loaded
+    b.add(records[60:])  # b writes: a must see it on its very next search
+    _assert_same(a, plain, rng, queries=2)
+    a.delete("alice", ids=[r.id for r in records if r.user_id == "alice"][:5])
+    _assert_same(b, plain, rng, queries=2)
+    bobs = [r.id for r in records if r.user_id == "bob"]
+    b.update_metadata("bob", {rid: {"importance": 0.91, "topic": "茶"} for rid in bobs[:6]})
+    _assert_same(a, plain, rng, queries=2)
+    assert b.archive("bob", bobs[:8]) > 0
+    _assert_same(a, plain, rng, queries=2)
+    assert a.restore("bob", bobs[:3]) > 0
+    _assert_same(b, plain, rng, queries=2)
+    assert b.delete("张三", archived=None) > 0
+    _assert_same(a, plain, rng, queries=2)
+    _assert_same(b, plain, rng, queries=2)
+
+
+def test_server_mode_own_writes_do_not_force_a_reload(
+        server_pair: tuple[ChromaStore, ChromaStore, ChromaStore], monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b, _ = server_pair
+    rng = random.Random(22)
+    a.add(_records(rng, 20, ["alice"]))
+    query = _vector(rng)
+    a.search("alice", query)
+    loads: list[str] = []
+    import mneme.memory.chroma as chroma_module
+
+    real = chroma_module._load_rows
+    monkeypatch.setattr(chroma_module, "_load_rows", lambda col, tenant: loads.append(tenant) or real(col, tenant))
+    fresh = MemoryRecord(id="own", user_id="alice", kind=Kind.EPISODIC, text="刚写的", created_at=5.0,
+                         embedding=query)
+    a.add([fresh])
+    assert a.search("alice", query)[0].record.id == "own"
+    assert loads == []  # served from a's cache, updated in place
+    b.add([MemoryRecord(id="theirs", user_id="alice", kind=Kind.EPISODIC, text="别人写的", created_at=6.0,
+                        embedding=[-x for x in query])])
+    assert {h.record.id for h in a.search("alice", query, k=50)} >= {"own", "theirs"}
+    assert loads == ["alice"]  # only the episodic entry b changed was reloaded
+
+
+def test_concurrent_writers_never_erase_each_others_stamps(chroma_server: Any) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mneme.memory.stamps import row_id
+
+    prefix = f"s{uuid.uuid4().hex[:10]}"
+    stores = [open_chroma_store(url=chroma_server.url, embedder=EMBEDDER, prefix=prefix) for _ in range(4)]
+    try:
+        key = ("some-collection", "alice")
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda s: [s._stamps.publish([key]) for _ in range(10)], stores))  # type: ignore[union-attr]
+        stamp = stores[0]._stamps.read([key])[key]  # type: ignore[union-attr]
+        assert dict(stamp) == {s._stamps.writer: 10 for s in stores}  # type: ignore[union-attr]
+        assert "alice" not in row_id(key)
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_wide_stamp_rows_are_compacted_into_a_change(chroma_server: Any) -> None:
+    from mneme.memory.stamps import MAX_FIELDS, ChangeStamps
+
+    prefix = f"s{uuid.uuid4().hex[:10]}"
+    with open_chroma_store(url=chroma_server.url, embedder=EMBEDDER, prefix=prefix) as store:
+        writers = [ChangeStamps(store._stamps._col) for _ in range(MAX_FIELDS + 1)]  # type: ignore[union-attr]
+        key = ("c", "bob")
+        for w in writers:
+            w.publish([key])
+        wide = writers[0].read([key])[key]
+        assert len(wide) == MAX_FIELDS + 1  # read as it was, then compacted
+        after = writers[0].read([key])[key]
+        assert len(after) == 1 and after != wide
