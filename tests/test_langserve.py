@@ -143,31 +143,58 @@ def test_a_chat_model_answers_with_recalled_memory() -> None:
 
 
 @pytest.mark.slow
-def test_mneme_serve_runs_the_default_app(tmp_path: Path) -> None:
-    """``mneme serve`` with the real defaults (embedded Chroma, use-m3, no key)."""
+def _mneme_serve(data_dir: Path, **extra_env: str) -> tuple[subprocess.Popen[str], str]:
+    """Start ``mneme serve`` (real defaults: use-m3, no key) on a free port; return it and its URL once healthy."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MNEME_", "LANGSMITH_"))}
-    env["MNEME_DATA_DIR"] = str(tmp_path / "data")
+    env.update(MNEME_DATA_DIR=str(data_dir), **extra_env)
     port = _free_port()
     mneme = str(Path(sys.executable).with_name("mneme"))
-    proc = subprocess.Popen(
-        [mneme, "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = subprocess.Popen([mneme, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        if proc.poll() is not None:
+            raise AssertionError(proc.stderr.read() if proc.stderr else "mneme serve exited")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            proc.terminate()
+            raise AssertionError("mneme serve did not start")
+        time.sleep(0.5)
+
+
+def test_two_app_processes_on_one_chroma_server_answer_from_the_same_memory(tmp_path: Path, chroma_server) -> None:
+    """Two ``mneme serve`` processes (separate data dirs, as on two machines) behind one ``chroma run``."""
+    import uuid
+
+    shared = {"MNEME_CHROMA_URL": chroma_server.url, "MNEME_COLLECTION_PREFIX": f"two{uuid.uuid4().hex[:8]}"}
+    procs = []
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "mneme serve did not start"
-            time.sleep(0.5)
+        a, url_a = _mneme_serve(tmp_path / "a", **shared)
+        procs.append(a)
+        b, url_b = _mneme_serve(tmp_path / "b", **shared)
+        procs.append(b)
+        question = "我的猫叫什么名字？"
+        assert "豆豆" not in ask(url_a, question, user="alice", thread="1").json()["output"]["answer"]  # a caches
+        ask(url_b, "我养了一只叫豆豆的猫，它是橘猫", user="alice", thread="2")  # b writes
+        assert "豆豆" in ask(url_a, question, user="alice", thread="3").json()["output"]["answer"]  # a sees it now
+        ask(url_a, "我们下个月搬去成都住", user="alice", thread="4")  # and the other way round
+        assert "成都" in ask(url_b, "我们要搬去哪里？", user="alice", thread="5").json()["output"]["answer"]
+        assert "豆豆" not in ask(url_b, question, user="bob", thread="6").json()["output"]["answer"]
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def test_mneme_serve_runs_the_default_app(tmp_path: Path) -> None:
+    """``mneme serve`` with the real defaults (embedded Chroma, use-m3, no key)."""
+    proc, url = _mneme_serve(tmp_path / "data")
+    try:
         ask(url, "我住在杭州，我养了一只叫豆豆的猫", user="alice", thread="1")
         assert "豆豆" in ask(url, "我的猫叫什么名字？", user="alice", thread="2").json()["output"]["answer"]
         assert "豆豆" not in ask(url, "我的猫叫什么名字？", user="bob", thread="3").json()["output"]["answer"]
