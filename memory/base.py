@@ -90,14 +90,40 @@ class MemoryRecord:
         return replace(self, last_accessed=now, access_count=self.access_count + 1)
 
 
+def changed_between(before: Mapping[Any, int], now: Mapping[Any, int],
+                    log: Mapping[tuple[Any, int], Sequence[str] | None]) -> set[str] | None:
+    """Ids changed between two vector clocks (``{writer: counter}``), from a log of each change's ids
+    (``{(writer, n): ids}``); ``None`` when the log cannot say (a counter went back or disappeared, or a
+    change between is not logged)."""
+    if any(writer not in now for writer in before):
+        return None
+    changed: set[str] = set()
+    for writer, n in now.items():
+        seen = before.get(writer, 0)
+        if n < seen:
+            return None
+        for i in range(seen + 1, n + 1):
+            ids = log.get((writer, i))
+            if ids is None:
+                return None
+            changed.update(ids)
+    return changed
+
+
 @dataclass(frozen=True)
 class TenantStamp:
     """A tenant's change stamp: who has written its records, and how often (see ``mneme.memory.stamps``)."""
 
     full: str
     """Every writer's counters, as canonical text (persistable: equal text, same writes)."""
-    foreign: tuple[Any, ...]
-    """The counters of writers other than this store object (its own writes it applied itself)."""
+    foreign: tuple[tuple[str, str, int], ...]
+    """``(collection, writer, counter)`` of writers other than this store object (it applied its own writes)."""
+    log: Mapping[tuple[tuple[str, str], int], Sequence[str] | None] = field(default_factory=dict)
+    """The ids of recent changes: ``{((collection, writer), n): ids}``."""
+
+    def changed_since(self, old: tuple[tuple[str, str, int], ...]) -> set[str] | None:
+        """Ids other writers changed since ``old`` (an earlier ``foreign``), or ``None`` if the log cannot say."""
+        return changed_between({(c, w): n for c, w, n in old}, {(c, w): n for c, w, n in self.foreign}, self.log)
 
 
 @dataclass(frozen=True)

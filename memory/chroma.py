@@ -14,8 +14,8 @@ and answers without another Chroma call; Chroma's filtered ``query`` scans metad
 dominated search at 100k rows. Embedded, the cache is shared by the stores of one data directory and
 prefix in a process (the only writers: the directory is locked). With a server, other processes write
 too: each search first reads the change stamps of its ``(collection, tenant)`` pairs (one primary-key
-read, see ``mneme.memory.stamps``) and reloads what another process changed; every write publishes its
-stamps after its data.
+read, see ``mneme.memory.stamps``) and brings up to date what another process changed (the changed ids by
+primary key, or a reload); every write publishes its stamps, with the ids it touched, after its data.
 
 Tenancy: every call validates the user id and scopes its filter with ``scoped_where``; reads and
 deletes by id filter by id *and* tenant. Embedded Chroma is single-process: opening a data directory
@@ -33,7 +33,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -79,9 +79,9 @@ from mneme.memory.records import (
     storage_where,
     to_metadata,
 )
-from mneme.memory.stamps import SERVER_MAX_AGE, ChangeStamps, Stamp, with_field
-from mneme.memory.tenancy import normalize_where, scoped_where
-from mneme.memory.vector_cache import Loaded, Snapshot, VectorCache, normalized
+from mneme.memory.stamps import SERVER_MAX_AGE, ChangeStamps, Stamp, StampRow, with_field
+from mneme.memory.tenancy import matches, normalize_where, scoped_where
+from mneme.memory.vector_cache import Loaded, Patch, Snapshot, VectorCache, normalized
 
 KIND_COLLECTIONS: dict[Kind, str] = {
     Kind.DOCUMENT: "documents",
@@ -258,8 +258,12 @@ class ChromaStore:
         name = self._embedder.info.name
         metas = [to_metadata(r, name) for r in records]
         # every (collection, tenant) this write touches: cached rows follow it, or are dropped if it fails
-        touched = {_key(target[r.id], r.user_id) for r in records}
-        touched |= {_key(col, owner[rid]) for col, ids in stale for rid in ids}
+        touched: dict[tuple[str, str], list[str]] = {}
+        for r in records:
+            touched.setdefault(_key(target[r.id], r.user_id), []).append(r.id)
+        for col, ids in stale:
+            for rid in ids:
+                touched.setdefault(_key(col, owner[rid]), []).append(rid)
         with self._writing(touched):
             for col in self._all:
                 rows = [i for i, r in enumerate(records) if target[r.id] is col]
@@ -351,10 +355,17 @@ class ChromaStore:
             sources.append((self._live[Kind.DOCUMENT], SHARED_TENANT))
         keys = [_key(col, tenant) for col, tenant in sources]
         # server mode: what every other process has published, read *before* any rows (see stamps.py)
-        stamps: dict[tuple[str, str], Stamp] = self._stamps.read(keys) if self._stamps is not None else {}
+        stamps: dict[tuple[str, str], StampRow] = self._stamps.read(keys) if self._stamps is not None else {}
         snaps: list[Snapshot] = []
         for (col, tenant), key in zip(sources, keys, strict=True):
-            snap = self._cache.snapshot(key, functools.partial(_load_rows, col, tenant), stamp=stamps.get(key))
+            row = stamps.get(key)
+            moved = None if row is None else functools.partial(self._stamp_moved, key, row.stamp)
+            try:
+                snap = self._cache.snapshot(
+                    key, functools.partial(_load_rows, col, tenant, moved), stamp=None if row is None else row.stamp,
+                    patch=None if row is None else functools.partial(_patch_rows, col, tenant, row))
+            except _LoadRaced:
+                return None  # this once, Chroma's own query answers
             if snap is None:
                 return None
             snaps.append(snap)
@@ -414,10 +425,12 @@ class ChromaStore:
             mine = [rid for rid, meta in zip(hits.ids, hits.metas, strict=True) if meta.get("user_id") == user_id]
             if mine:
                 plan.append((col, mine))
-        with self._writing(_key(col, user_id) for col, _ in plan):
+        with self._writing({_key(col, user_id): mine for col, mine in plan}):
             for col, mine in plan:
                 # Chroma merges an update into the stored metadata; a None value removes the field
-                col.update(ids=mine, metadatas=[changes[rid] for rid in mine])  # type: ignore[misc]
+                for start in range(0, len(mine), WRITE_BATCH):
+                    chunk = mine[start : start + WRITE_BATCH]
+                    col.update(ids=chunk, metadatas=[changes[rid] for rid in chunk])  # type: ignore[misc]
                 if self._notify is not None:
                     self._notify.update(_key(col, user_id), {rid: changes[rid] for rid in mine})
 
@@ -438,10 +451,11 @@ class ChromaStore:
             return 0
         plan: list[tuple[Collection, list[str]]] = []
         for col, flt in self._targets(user_id, kinds, where, archived):
-            hits = _Hits.of(col.get(ids=wanted_ids, where=flt, include=[]))
+            hits = _Hits.of(col.get(where=flt, include=[])) if wanted_ids is None \
+                else _by_ids(col, wanted_ids, flt, [])
             if hits.ids:
                 plan.append((col, hits.ids))
-        with self._writing(_key(col, user_id) for col, _ in plan):
+        with self._writing({_key(col, user_id): found for col, found in plan}):
             for col, found in plan:
                 for start in range(0, len(found), WRITE_BATCH):
                     col.delete(ids=found[start : start + WRITE_BATCH])
@@ -509,28 +523,31 @@ class ChromaStore:
             return None
         names = {_key(col, user_id): col.name for col in self._all}
         read = self._stamps.read(list(names))
-        fields = sorted((names[key], writer, value) for key, stamp in read.items() for writer, value in stamp)
+        fields = sorted((names[key], writer, value) for key, row in read.items() for writer, value in row.stamp)
         own = self._stamps.writer
+        log = {((names[key], writer), n): ids for key, row in read.items() for (writer, n), ids in row.log.items()}
         return TenantStamp(full=json.dumps(fields, separators=(",", ":")),
-                           foreign=tuple(f for f in fields if f[1] != own))
+                           foreign=tuple(f for f in fields if f[1] != own), log=log)
 
     @_guarded("archive records")
     def archive(self, user_id: str, ids: Sequence[str]) -> int:
         """Move live records to the archive collection (written there before removal here)."""
         user_id = validate_tenant(user_id, allow_shared=True)
         wanted = list(dict.fromkeys(check_ids(ids)))
-        plan: list[tuple[Collection, Any]] = []
+        plan: list[tuple[Collection, _Hits]] = []
         for col in self._live.values():
             if wanted:
-                got = col.get(ids=wanted, where=_scope(user_id, None), include=["documents", "metadatas", "embeddings"])
-                if got["ids"]:
+                got = _by_ids(col, wanted, _scope(user_id, None), ["documents", "metadatas", "embeddings"])
+                if got.ids:
                     plan.append((col, got))
         moved = 0
-        with self._writing([_key(self._archive, user_id)] + [_key(col, user_id) for col, _ in plan] if plan else []):
+        moving = [rid for _, got in plan for rid in got.ids]
+        touched = {_key(col, user_id): got.ids for col, got in plan}
+        with self._writing({_key(self._archive, user_id): moving, **touched} if plan else {}):
             for col, got in plan:
                 moved += _move(got, source=col, target=lambda meta: self._archive)
                 if self._notify is not None:
-                    self._notify.remove(_key(col, user_id), list(got["ids"]))
+                    self._notify.remove(_key(col, user_id), got.ids)
         return moved
 
     @_guarded("restore records")
@@ -540,14 +557,14 @@ class ChromaStore:
         wanted = list(dict.fromkeys(check_ids(ids)))
         if not wanted:
             return 0
-        got = self._archive.get(ids=wanted, where=_scope(user_id, None),
-                                include=["documents", "metadatas", "embeddings"])
-        hits = _Hits.of(got)
+        hits = _by_ids(self._archive, wanted, _scope(user_id, None), ["documents", "metadatas", "embeddings"])
         if not hits.ids:
             return 0
-        touched = [_key(self._live[Kind(m["kind"])], user_id) for m in hits.metas] + [_key(self._archive, user_id)]
+        touched: dict[tuple[str, str], list[str]] = {_key(self._archive, user_id): list(hits.ids)}
+        for rid, meta in zip(hits.ids, hits.metas, strict=True):
+            touched.setdefault(_key(self._live[Kind(meta["kind"])], user_id), []).append(rid)
         with self._writing(touched):
-            moved = _move(got, source=self._archive, target=lambda meta: self._live[Kind(meta["kind"])])
+            moved = _move(hits, source=self._archive, target=lambda meta: self._live[Kind(meta["kind"])])
             if self._notify is not None and hits.vectors is not None:
                 for rid, text, meta, vector in zip(hits.ids, hits.texts, hits.metas, hits.vectors, strict=True):
                     self._notify.upsert(_key(self._live[Kind(meta["kind"])], user_id), [rid], [vector],
@@ -572,33 +589,36 @@ class ChromaStore:
         self.close()
 
     @contextmanager
-    def _writing(self, keys: Iterable[tuple[str, str]]) -> Iterator[None]:
-        """Around a Chroma write to these ``(collection, tenant)`` keys: publish it (server mode) when done.
+    def _writing(self, changes: Mapping[tuple[str, str], Sequence[str]]) -> Iterator[None]:
+        """Around a Chroma write of these ids per ``(collection, tenant)`` key: publish it (server mode) when done.
 
         If the write fails part way (what landed is unknown), the keys' cache entries are dropped and the
-        change is still published, best effort, so other processes reload too.
+        change is still published, best effort and without its ids, so other processes reload too.
         """
-        keys = set(keys)
         try:
             yield
         except BaseException:
             if self._notify is not None:
-                for key in keys:
+                for key in changes:
                     self._notify.invalidate(key)
             with contextlib.suppress(Exception):  # the write's own error is the one to report
-                self._publish(keys)
+                self._publish(dict.fromkeys(changes))
             raise
-        self._publish(keys)
+        self._publish(changes)
 
-    def _publish(self, keys: set[tuple[str, str]]) -> None:
-        """Server mode: mark ``keys`` changed by this store, and record that on its own fresh entries."""
-        if self._stamps is None or not keys:
+    def _stamp_moved(self, key: tuple[str, str], stamp: Stamp) -> bool:
+        """Whether ``key``'s change stamp is no longer ``stamp`` (server mode)."""
+        return self._stamps is not None and self._stamps.read([key])[key].stamp != stamp
+
+    def _publish(self, changes: Mapping[tuple[str, str], Sequence[str] | None]) -> None:
+        """Server mode: mark these keys changed by this store, and record that on its own fresh entries."""
+        if self._stamps is None or not changes:
             return
-        value = self._stamps.publish(keys)
+        values = self._stamps.publish(changes)
         if self._cache is not None:
             writer = self._stamps.writer
-            for key in keys:
-                self._cache.restamp(key, lambda old: with_field(old, writer, value))
+            for key, value in values.items():
+                self._cache.restamp(key, functools.partial(with_field, writer=writer, value=value))
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._executor_lock:
@@ -626,11 +646,49 @@ def _key(col: Collection, tenant: str) -> tuple[str, str]:
     return (str(col.id), tenant)
 
 
-def _load_rows(col: Collection, tenant: str) -> Loaded:
-    """All ids, embeddings, texts and metadata of ``tenant`` in ``col``: one scoped ``get``."""
-    hits = _Hits.of(col.get(where=_scope(tenant, None), include=["embeddings", "documents", "metadatas"]))
-    return hits.ids, hits.vectors if hits.vectors is not None else [], \
-        [(text or "", meta) for text, meta in zip(hits.texts, hits.metas, strict=True)]
+LOAD_PAGE = 5000
+"""Rows per ``get`` when loading a tenant (Chroma fails a read of tens of thousands of rows with documents and
+metadata: "too many SQL variables")."""
+
+
+class _LoadRaced(Exception):
+    """Another process changed rows while a load read them page by page (offsets may have shifted)."""
+
+
+def _load_rows(col: Collection, tenant: str, moved: Callable[[], bool] | None = None) -> Loaded:
+    """All ids, embeddings, texts and metadata of ``tenant`` in ``col``: scoped ``get``s of ``LOAD_PAGE`` rows.
+
+    One page is one consistent read. Several are not, if another process deletes rows meanwhile: then
+    ``moved()`` (server mode: did the key's stamp change?) is asked afterwards, and ``_LoadRaced`` raised if so.
+    """
+    ids: list[str] = []
+    vectors: list[Any] = []
+    rows: list[tuple[str, Mapping[str, Any]]] = []
+    while True:
+        hits = _Hits.of(col.get(where=_scope(tenant, None), limit=LOAD_PAGE, offset=len(ids),
+                                include=["embeddings", "documents", "metadatas"]))
+        ids += hits.ids
+        vectors += hits.vectors if hits.vectors is not None else []
+        rows += [(text or "", meta) for text, meta in zip(hits.texts, hits.metas, strict=True)]
+        if len(hits.ids) < LOAD_PAGE:
+            if len(ids) >= LOAD_PAGE and moved is not None and moved():
+                raise _LoadRaced(col.name)
+            return ids, vectors, rows
+
+
+def _patch_rows(col: Collection, tenant: str, row: StampRow, old: Stamp | None) -> Patch | None:
+    """The ids of ``tenant`` in ``col`` changed since ``old`` (from the stamp row's log) and the current rows
+    of those that exist: one primary-key read. ``None`` when the log cannot say (then the entry reloads)."""
+    changed = row.changed_ids(old)
+    if changed is None:
+        return None
+    if not changed:
+        return [], ([], [], [])
+    hits = _Hits.of(col.get(ids=sorted(changed), include=["embeddings", "documents", "metadatas"]))
+    keep = [i for i, meta in enumerate(hits.metas) if meta.get("user_id") == tenant]
+    vectors = hits.vectors if hits.vectors is not None else []
+    return sorted(changed), ([hits.ids[i] for i in keep], [vectors[i] for i in keep],
+                             [(hits.texts[i] or "", hits.metas[i]) for i in keep])
 
 
 def _replacing(meta: dict[str, Any], old: set[str]) -> dict[str, Any]:
@@ -650,9 +708,21 @@ def _kinds(kinds: Sequence[Kind]) -> list[Kind]:
         raise InvalidInputError(f"unknown kind: {exc}") from exc
 
 
-def _move(result: Mapping[str, Any], *, source: Collection, target: Callable[[dict[str, Any]], Collection]) -> int:
+def _by_ids(col: Collection, ids: Sequence[str], where: Mapping[str, Any] | None, include: list[str]) -> _Hits:
+    """Rows of ``col`` with these ids that match ``where`` (a stored-name filter, the tenant scope included).
+
+    Read by primary key and filtered here with Chroma's semantics (``tenancy.matches``): Chroma's ``get``
+    with ids *and* a ``where`` takes minutes for tens of thousands of ids.
+    """
+    hits = _Hits.of(col.get(ids=list(ids), include=list(dict.fromkeys([*include, "metadatas"]))))  # type: ignore[arg-type, list-item]
+    keep = [i for i, meta in enumerate(hits.metas) if matches(where, meta)]
+    return _Hits(ids=[hits.ids[i] for i in keep], texts=[hits.texts[i] for i in keep],
+                 metas=[hits.metas[i] for i in keep],
+                 vectors=None if hits.vectors is None else [hits.vectors[i] for i in keep])
+
+
+def _move(hits: _Hits, *, source: Collection, target: Callable[[dict[str, Any]], Collection]) -> int:
     """Copy rows to their target collection, then delete them from ``source`` (never the other order)."""
-    hits = _Hits.of(result)
     if not hits.ids:
         return 0
     assert hits.vectors is not None
@@ -661,13 +731,16 @@ def _move(result: Mapping[str, Any], *, source: Collection, target: Callable[[di
         col = target(meta)
         groups.setdefault(col.name, (col, []))[1].append(i)
     for col, rows in groups.values():
-        col.upsert(
-            ids=[hits.ids[i] for i in rows],
-            embeddings=[list(hits.vectors[i]) for i in rows],  # type: ignore[arg-type]
-            documents=[hits.texts[i] or "" for i in rows],
-            metadatas=[hits.metas[i] for i in rows],
-        )
-    source.delete(ids=hits.ids)
+        for start in range(0, len(rows), WRITE_BATCH):
+            chunk = rows[start : start + WRITE_BATCH]
+            col.upsert(
+                ids=[hits.ids[i] for i in chunk],
+                embeddings=[list(hits.vectors[i]) for i in chunk],  # type: ignore[arg-type]
+                documents=[hits.texts[i] or "" for i in chunk],
+                metadatas=[hits.metas[i] for i in chunk],
+            )
+    for start in range(0, len(hits.ids), WRITE_BATCH):
+        source.delete(ids=hits.ids[start : start + WRITE_BATCH])
     return len(hits.ids)
 
 

@@ -179,13 +179,23 @@ class MemoryService:
         """Server mode: rebuild one tenant's keyword index if another process changed its records.
 
         The store's change stamp (one primary-key read) says who wrote what; this process's own writes
-        are indexed as they happen, so only other writers' counters matter. A process meeting a tenant
-        for the first time trusts its index file if the file was rebuilt under the stamp still current.
+        are indexed as they happen, so only other writers' counters matter. A few changes behind, it
+        re-reads just the changed records (the stamp logs their ids); further behind, it rebuilds the
+        tenant. A process meeting a tenant for the first time trusts its index file if the file was
+        rebuilt under the stamp still current.
         """
         stamp = self.store.change_stamp(user_id)
-        if stamp is None or self._seen.get(user_id) == stamp.foreign:
+        previous = self._seen.get(user_id)
+        if stamp is None or previous == stamp.foreign:
             return
-        if user_id in self._seen or self.keyword.synced_stamp(user_id) != stamp.full:
+        changed = stamp.changed_since(previous) if previous is not None else None
+        if changed is not None:  # a few logged changes: re-read just those records
+            current = self.store.get(user_id, sorted(changed)) if changed else []
+            self.keyword.add([self._entry(r) for r in current])
+            gone = sorted(changed - {r.id for r in current})
+            if gone:
+                self.keyword.delete(gone)
+        elif previous is not None or self.keyword.synced_stamp(user_id) != stamp.full:
             records = self.store.scan(user_id, kinds=None, archived=None)
             self.keyword.rebuild((self._entry(r) for r in records), user_id=user_id, stamp=stamp.full)
         self._seen[user_id] = stamp.foreign

@@ -44,6 +44,8 @@ Row = tuple[str, Mapping[str, Any]]
 """A row's stored text and flat metadata, as Chroma returns them (read-only: never mutate one)."""
 Loaded = tuple[list[str], Any, list[Row]]
 """What a loader returns: ids, their embeddings, their rows."""
+Patch = tuple[Sequence[str], Loaded]
+"""What a patch returns: the ids changed since an entry's stamp, and the current rows of those that exist."""
 
 
 def normalized(vectors: Any) -> Matrix:
@@ -180,22 +182,32 @@ class VectorCache:
         with self._lock:
             return list(self._entries)
 
-    def snapshot(self, key: Key, load: Callable[[], Loaded], *, stamp: Any = None) -> Snapshot | None:
+    def snapshot(self, key: Key, load: Callable[[], Loaded], *, stamp: Any = None,
+                 patch: Callable[[Any], Patch | None] | None = None) -> Snapshot | None:
         """The rows of ``key``, loading them with ``load() -> (ids, embeddings, rows)`` on a miss.
 
         ``stamp`` (server mode) is what the caller read of the key's change stamp *before* this call: an
-        entry loaded under another stamp is stale and is reloaded. ``None`` when the cache is off or the
-        key holds more rows than the whole budget.
+        entry held under another stamp is stale. ``patch(old stamp)`` may bring it up to date by returning
+        the ids changed since and the current rows of those that still exist; without it, or when it
+        returns ``None``, the entry is reloaded. ``None`` when the cache is off or the key holds more rows
+        than the whole budget.
         """
         if not self.enabled:
             return None
         with self._lock:
             entry = self._entries.get(key)
-            if entry is not None and entry.stamp == stamp and (
-                    self.max_age is None or time.monotonic() - entry.loaded < self.max_age):
+            young = entry is not None and (self.max_age is None or time.monotonic() - entry.loaded < self.max_age)
+            if entry is not None and young and entry.stamp == stamp:
                 self._entries.move_to_end(key)
                 return entry.snapshot()
-            if entry is not None:  # changed by another process (or too old): drop it and load afresh
+            version = self._versions.get(key, 0)
+            stale = entry.stamp if entry is not None and young and patch is not None else None
+        if stale is not None and patch is not None:
+            fixed = self._patch(key, version, stale, stamp, patch)
+            if fixed is not None:
+                return fixed
+        with self._lock:
+            if self._entries.get(key) is entry and entry is not None:  # changed elsewhere (or too old): reload
                 self._bump(key)
                 self._drop(key)
             version = self._versions.get(key, 0)
@@ -218,6 +230,33 @@ class VectorCache:
             self._rows += entry.n
             self._evict()
         return snap
+
+    def _patch(self, key: Key, version: int, old: Any, stamp: Any,
+               patch: Callable[[Any], Patch | None]) -> Snapshot | None:
+        """Bring an entry held under ``old`` up to ``stamp`` with only the rows that changed, if ``patch`` can."""
+        result = patch(old)  # outside the lock: a primary-key read of the changed ids
+        if result is None:
+            return None
+        changed, (ids, embeddings, rows) = result
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry.stamp != old or self._versions.get(key, 0) != version:
+                return None  # something moved meanwhile: reload instead
+            if ids and entry.n and entry.matrix.shape[1] != normalized(embeddings).shape[1]:
+                return None
+            before = entry.n
+            present = set(ids)
+            entry.remove([rid for rid in changed if rid not in present])
+            if ids:
+                if entry.n == 0:
+                    entry.matrix = np.zeros((0, normalized(embeddings).shape[1]), dtype=np.float32)
+                entry.upsert(ids, normalized(embeddings), rows)
+            entry.stamp = stamp
+            self._bump(key)  # a load racing this patch installs nothing
+            self._rows += entry.n - before
+            self._entries.move_to_end(key)
+            self._evict()
+            return entry.snapshot() if key in self._entries else None
 
     def rows_of(self, key: Key, ids: Sequence[str]) -> dict[str, Row] | None:
         """The cached rows of ``ids`` under ``key`` (absent ids are not in the store), or ``None`` if not loaded.

@@ -245,3 +245,25 @@ def test_the_cache_size_comes_from_settings(tmp_path: Path) -> None:
         small.close()
     with pytest.raises(ConfigurationError, match="MNEME_VECTOR_CACHE_ROWS"):
         Settings.from_env({**base, "MNEME_VECTOR_CACHE_ROWS": "lots"})
+
+
+def test_bulk_changes_beyond_chromas_batch_limit(tmp_path: Path) -> None:
+    """gc and erasure touch thousands of rows at once: Chroma refuses batches over ~5,461 rows and takes
+    minutes over a ``get`` with many ids *and* a filter; the store batches and filters by id itself."""
+    from mneme.memory.chroma import open_chroma_store
+    from mneme.testing import FakeEmbeddings
+
+    n = 6000
+    with open_chroma_store(data_dir=tmp_path, embedder=FakeEmbeddings(8), prefix="bulk") as store:
+        for start in range(0, n, 2000):
+            store.add([MemoryRecord(id=f"r{i}", user_id="solo", kind=Kind.EPISODIC, text=f"第{i}条",
+                                    created_at=float(i), embedding=[1.0, float(i % 7)] + [0.0] * 6)
+                       for i in range(start, start + 2000)])
+        store.add([rec("other", "not mine", Kind.EPISODIC, rid="o1")])
+        ids = [f"r{i}" for i in range(n)] + ["o1"]
+        store.update_metadata("solo", {rid: {"importance": 0.9} for rid in ids})
+        assert store.archive("solo", ids) == n  # "o1" belongs to someone else
+        assert store.count("solo", archived=True) == n and store.count("other") == 1
+        assert store.restore("solo", ids[:5500]) == 5500
+        assert store.delete("solo", ids=ids) == n
+        assert store.count("solo", archived=None) == 0 and store.get("other", ["o1"])[0].importance != 0.9

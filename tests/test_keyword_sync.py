@@ -9,6 +9,7 @@ from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.inprocess import InProcessStore
 from mneme.memory.keyword import KeywordIndex
 from mneme.memory.service import MemoryService, RecallOptions
+from mneme.memory.stamps import LOG_SIZE
 from mneme.testing import FakeEmbeddings
 
 OPTS = RecallOptions(reinforce=False, include_documents=False)
@@ -96,7 +97,17 @@ def test_processes_sharing_a_server_see_each_others_writes_at_once(tmp_path, chr
         a.store.add([replace(fact, text="用户住在成都")])
         top = b.recall("alice", "成都", options=OPTS)[0]
         assert top.id == "fact-city" and top.text == "用户住在成都" and top.signals["keyword"] > 0
-        assert rebuilt == ["alice", "alice"]
+        assert rebuilt == []  # a few changes behind: the changed records were re-read by id
+        wangcai = [r.id for r in a.store.scan("alice", kinds=[Kind.EPISODIC]) if "旺财" in r.text]
+        assert wangcai and set(wangcai) <= b.keyword.ids("alice")
+        a.store.delete("alice", ids=wangcai)
+        assert all("旺财" not in r.text for r in b.recall("alice", "旺财", options=OPTS))
+        assert rebuilt == [] and not set(wangcai) & b.keyword.ids("alice")  # dropped by id too
+        for i in range(LOG_SIZE + 1):  # further behind than the stamps' log reaches: a rebuild
+            a.store.update_metadata("alice", {"fact-city": {"importance": i / 10}})
+        a.store.delete("alice", ids=["fact-city"])
+        assert all(r.id != "fact-city" for r in b.recall("alice", "成都", options=OPTS))
+        assert rebuilt == ["alice"]
         # documents another process ingested are found too
         a.ingest_document("Mneme 的退货政策：三十天内可以退货。", source="policy.md")
         docs = b.recall("alice", "退货政策", options=RecallOptions(reinforce=False))

@@ -331,16 +331,18 @@ def test_server_mode_caches_stay_exact_across_processes(
 
 def test_server_mode_own_writes_do_not_force_a_reload(
         server_pair: tuple[ChromaStore, ChromaStore, ChromaStore], monkeypatch: pytest.MonkeyPatch) -> None:
-    a, b, _ = server_pair
+    a, b, plain = server_pair
     rng = random.Random(22)
     a.add(_records(rng, 20, ["alice"]))
     query = _vector(rng)
     a.search("alice", query)
     loads: list[str] = []
     import mneme.memory.chroma as chroma_module
+    from mneme.memory.stamps import LOG_SIZE, MAX_LOGGED_IDS
 
     real = chroma_module._load_rows
-    monkeypatch.setattr(chroma_module, "_load_rows", lambda col, tenant: loads.append(tenant) or real(col, tenant))
+    monkeypatch.setattr(chroma_module, "_load_rows",
+                        lambda col, tenant, moved=None: loads.append(tenant) or real(col, tenant, moved))
     fresh = MemoryRecord(id="own", user_id="alice", kind=Kind.EPISODIC, text="刚写的", created_at=5.0,
                          embedding=query)
     a.add([fresh])
@@ -348,8 +350,21 @@ def test_server_mode_own_writes_do_not_force_a_reload(
     assert loads == []  # served from a's cache, updated in place
     b.add([MemoryRecord(id="theirs", user_id="alice", kind=Kind.EPISODIC, text="别人写的", created_at=6.0,
                         embedding=[-x for x in query])])
-    assert {h.record.id for h in a.search("alice", query, k=50)} >= {"own", "theirs"}
-    assert loads == ["alice"]  # only the episodic entry b changed was reloaded
+    b.delete("alice", ids=["own"])
+    ids = [h.record.id for h in a.search("alice", [-x for x in query], k=50)]
+    assert ids[0] == "theirs" and "own" not in ids
+    assert loads == []  # two changes behind b: patched from the stamps' log, by id
+    for i in range(LOG_SIZE + 1):  # too far behind for the log: the changed entry reloads
+        b.update_metadata("alice", {"theirs": {"importance": i / 10}})
+    hits = a.search("alice", [-x for x in query], k=50)
+    assert hits[0].record.id == "theirs" and hits[0].record.importance == LOG_SIZE / 10
+    assert loads == ["alice"]
+    big = [MemoryRecord(id=f"bulk{i}", user_id="alice", kind=Kind.FACT, text="批量", created_at=7.0,
+                        embedding=_vector(rng)) for i in range(MAX_LOGGED_IDS + 1)]
+    b.add(big)  # too many ids to log: the facts entry reloads
+    facts = a.search("alice", query, kinds=[Kind.FACT], k=500)
+    assert len(facts) == plain.count("alice", kinds=[Kind.FACT]) >= MAX_LOGGED_IDS + 1
+    assert loads == ["alice", "alice"]
 
 
 def test_concurrent_writers_never_erase_each_others_stamps(chroma_server: Any) -> None:
@@ -362,9 +377,15 @@ def test_concurrent_writers_never_erase_each_others_stamps(chroma_server: Any) -
     try:
         key = ("some-collection", "alice")
         with ThreadPoolExecutor(4) as pool:
-            list(pool.map(lambda s: [s._stamps.publish([key]) for _ in range(10)], stores))  # type: ignore[union-attr]
-        stamp = stores[0]._stamps.read([key])[key]  # type: ignore[union-attr]
-        assert dict(stamp) == {s._stamps.writer: 10 for s in stores}  # type: ignore[union-attr]
+            list(pool.map(lambda s: [s._stamps.publish({key: [f"id{i}"]}) for i in range(10)],  # type: ignore[union-attr]
+                          stores))
+        row = stores[0]._stamps.read([key])[key]  # type: ignore[union-attr]
+        assert dict(row.stamp) == {s._stamps.writer: 10 for s in stores}  # type: ignore[union-attr]
+        # the log keeps each writer's last LOG_SIZE changes: a reader 3 changes behind learns their ids
+        behind = tuple((w, 7) for w, _ in row.stamp)
+        assert row.changed_ids(behind) == {"id7", "id8", "id9"}
+        assert row.changed_ids(tuple((w, 0) for w, _ in row.stamp)) is None  # too far behind: reload
+        assert row.changed_ids(row.stamp) == set()
         assert "alice" not in row_id(key)
     finally:
         for store in stores:
@@ -372,15 +393,42 @@ def test_concurrent_writers_never_erase_each_others_stamps(chroma_server: Any) -
 
 
 def test_wide_stamp_rows_are_compacted_into_a_change(chroma_server: Any) -> None:
-    from mneme.memory.stamps import MAX_FIELDS, ChangeStamps
+    from mneme.memory.stamps import MAX_WRITERS, ChangeStamps
 
     prefix = f"s{uuid.uuid4().hex[:10]}"
     with open_chroma_store(url=chroma_server.url, embedder=EMBEDDER, prefix=prefix) as store:
-        writers = [ChangeStamps(store._stamps._col) for _ in range(MAX_FIELDS + 1)]  # type: ignore[union-attr]
+        writers = [ChangeStamps(store._stamps._col) for _ in range(MAX_WRITERS + 1)]  # type: ignore[union-attr]
         key = ("c", "bob")
         for w in writers:
-            w.publish([key])
+            w.publish({key: ["x"]})
         wide = writers[0].read([key])[key]
-        assert len(wide) == MAX_FIELDS + 1  # read as it was, then compacted
+        assert len(wide.stamp) == MAX_WRITERS + 1  # read as it was, then compacted
         after = writers[0].read([key])[key]
-        assert len(after) == 1 and after != wide
+        assert len(after.stamp) == 1 and after.stamp != wide.stamp and after.log == {}
+        assert after.changed_ids(wide.stamp) is None  # a compacted row means: reload
+
+
+def test_a_big_tenant_loads_page_by_page(stores: tuple[ChromaStore, ChromaStore],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import mneme.memory.chroma as chroma_module
+
+    monkeypatch.setattr(chroma_module, "LOAD_PAGE", 7)
+    cached, plain = stores
+    rng = random.Random(31)
+    cached.add(_records(rng, 60, ["alice"]))
+    _assert_same(cached, plain, rng, queries=2)  # alice's entries came in pages of 7 rows
+
+
+def test_a_paged_load_raced_by_another_process_is_not_trusted(
+        server_pair: tuple[ChromaStore, ChromaStore, ChromaStore], monkeypatch: pytest.MonkeyPatch) -> None:
+    import mneme.memory.chroma as chroma_module
+
+    monkeypatch.setattr(chroma_module, "LOAD_PAGE", 5)
+    a, _, plain = server_pair
+    rng = random.Random(32)
+    plain.add(_records(rng, 30, ["alice"]))
+    monkeypatch.setattr(a, "_stamp_moved", lambda key, stamp: True)  # as if rows moved during every load
+    query = _vector(rng)
+    got = a.search("alice", query, k=8)
+    assert [h.record.id for h in got] == [h.record.id for h in plain.search("alice", query, k=8)]  # Chroma's query
+    assert a._cache is not None and a._cache.keys() == []  # nothing installed from the raced loads
