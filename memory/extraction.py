@@ -474,9 +474,12 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
 
 _ZH_SENTENCE_RE = re.compile(r"[^。！？!?\n]+[。！？!?\n]*")
 _ZH_CLAUSE_RE = re.compile(r"([，,；;]\s*)")
+_ZH_OTHERS = r"朋友|妈|爸|老婆|老公|女朋友|男朋友|对象|同事|哥|姐|弟|妹|儿子|女儿|家人|们|孩子|室友|同学|猫|狗|宠物"
 _ZH_SELF_CLAUSE = re.compile(
-    r"^\s*我(?!朋友|妈|爸|老婆|老公|女朋友|男朋友|对象|同事|哥|姐|弟|妹|儿子|女儿|家人|们|孩子|室友|同学)"
+    rf"^\s*我(?!的|{_ZH_OTHERS})|^\s*我的(?:名字|姓名|生日|工作|职业|老家|家乡|年龄)"
 )
+_ZH_OTHER_CLAUSE = re.compile(rf"^\s*(?:他|她|它|我的|我(?:{_ZH_OTHERS}))")
+"""A clause about someone or something else ("我的女儿叫朵朵", "她…"): the clauses after it are not about the user."""
 _ZH_DROPPED_SUBJECT = re.compile(
     r"^(?:今年|现在|目前|也|还|最|后来|刚刚?|已经|最近)?(?:住|搬|在[^，,]{1,20}?(?:工作|上班)|是一名|是一位|喜欢|不喜欢|讨厌|来自|的生日|"
     r"[0-9一二三四五六七八九十]{1,3}岁)"
@@ -497,7 +500,7 @@ def _restore_subjects(text: str) -> str:
                 continue
             if _ZH_SELF_CLAUSE.match(part):
                 about_me = True
-            elif part.lstrip().startswith(("他", "她", "我朋友")):
+            elif _ZH_OTHER_CLAUSE.match(part):
                 about_me = False
             elif about_me and _ZH_DROPPED_SUBJECT.match(part.lstrip()):
                 part = "我" + part.lstrip()

@@ -120,6 +120,12 @@ def test_dropped_subjects_in_chinese_clauses() -> None:
 def test_another_persons_facts_are_not_the_users() -> None:
     assert extract_patterns("我朋友叫小王，住在上海") == []
     assert extract_patterns("My friend lives in Paris") == []
+    # "我的女儿…": the clauses after it are about the daughter (or the cat), not the user
+    assert extract_patterns("我的女儿叫朵朵，今年五岁了") == []
+    assert extract_patterns("我的猫叫咪咪，三岁了") == []
+    assert {e.key: e.value for e in extract_patterns("我叫张伟，我的女儿叫朵朵，今年五岁")} == {"name": "张伟"}
+    # but "我的名字/生日…" are the user's own
+    assert {e.key: e.value for e in extract_patterns("我的名字叫张伟，今年28岁")} == {"name": "张伟", "age": "28"}
 
 
 def test_later_statement_wins_within_one_message() -> None:
