@@ -14,12 +14,11 @@ from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-
-# LangGraph's own runnable with a sync and an async body and node-argument injection (prebuilt uses it).
-from langgraph._internal._runnable import RunnableCallable
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import get_runtime
 
 from mneme.clock import Clock, system_clock
 from mneme.graph import nodes
@@ -48,15 +47,27 @@ def _service(service: MemoryService | None, store: MemoryStore | None, embedder:
     return MemoryService(store, clock=clock or system_clock)
 
 
-def _node(func: Callable[..., Any], afunc: Callable[..., Any], **deps: Any) -> RunnableCallable:
-    """A node with its dependencies bound, runnable by both ``invoke`` and ``ainvoke``."""
-    return RunnableCallable(partial(func, **deps), partial(afunc, **deps), name=afunc.__name__)
+def _node(func: Callable[..., Any], afunc: Callable[..., Any], **deps: Any) -> RunnableLambda:
+    """A node with its dependencies bound, runnable by both ``invoke`` and ``ainvoke``.
+
+    ``RunnableLambda(sync, async)`` is the public way to give a node both bodies; the run's ``Runtime``
+    (context, store) comes from ``get_runtime()`` inside the run.
+    """
+    sync, asynchronous = partial(func, **deps), partial(afunc, **deps)
+
+    def call(state: State, config: RunnableConfig) -> Any:
+        return sync(state, config, get_runtime(Context))
+
+    async def acall(state: State, config: RunnableConfig) -> Any:
+        return await asynchronous(state, config, get_runtime(Context))
+
+    return RunnableLambda(call, afunc=acall, name=afunc.__name__)
 
 
 def build_builder(
     *, model: BaseChatModel | None = None, service: MemoryService | None = None,
     store: MemoryStore | None = None, embedder: Embedder | None = None, clock: Clock | None = None,
-) -> StateGraph:
+) -> StateGraph[State, Context, InputState, State]:
     """The uncompiled graph, for callers that add nodes or compile with their own options.
 
     Memory comes from ``service``, else a service over ``store``, else an in-process store over
@@ -81,13 +92,13 @@ def build_graph(
     *, model: BaseChatModel | None = None, service: MemoryService | None = None,
     store: MemoryStore | None = None, embedder: Embedder | None = None,
     checkpointer: BaseCheckpointSaver | None = None, clock: Clock | None = None,
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[State, Context, InputState, State]:
     """The compiled Mneme agent (see ``build_builder`` for where memory comes from)."""
     builder = build_builder(model=model, service=service, store=store, embedder=embedder, clock=clock)
     return builder.compile(checkpointer=checkpointer, name=GRAPH_NAME)
 
 
-def graph_from_env() -> CompiledStateGraph:
+def graph_from_env() -> CompiledStateGraph[State, Context, InputState, State]:
     """The agent as the environment configures it (store, embedder, chat model); no checkpointer."""
     from mneme.config import Settings
     from mneme.models import load_chat_model
@@ -98,10 +109,10 @@ def graph_from_env() -> CompiledStateGraph:
 
 
 _lock = threading.Lock()
-_graph: CompiledStateGraph | None = None
+_graph: CompiledStateGraph[State, Context, InputState, State] | None = None
 
 
-def load_graph() -> CompiledStateGraph:
+def load_graph() -> CompiledStateGraph[State, Context, InputState, State]:
     """The environment's agent, built once per process on first call (thread-safe)."""
     global _graph
     with _lock:
@@ -110,7 +121,7 @@ def load_graph() -> CompiledStateGraph:
     return _graph
 
 
-async def make_graph() -> CompiledStateGraph:
+async def make_graph() -> CompiledStateGraph[State, Context, InputState, State]:
     """``load_graph`` for ``langgraph.json``: the server calls this factory per run, in its event loop.
 
     LangGraph's server reads graphs from the module ``__dict__``, so the lazy ``graph`` attribute below

@@ -394,8 +394,8 @@ class ChromaStore:
             cached = self._cache.rows_of(_key(col, user_id), wanted) \
                 if self._cache is not None and not self.remote and col is not self._archive else None
             if cached is not None:
-                for rid, (text, meta) in cached.items():
-                    found[rid] = from_metadata(rid, text, meta, archived=False)
+                for rid, (cached_text, meta) in cached.items():
+                    found[rid] = from_metadata(rid, cached_text, meta, archived=False)
                 continue
             # by primary key alone (a ``where`` here costs a metadata scan); the tenant is checked row by row
             hits = _Hits.of(col.get(ids=wanted, include=["documents", "metadatas"]))

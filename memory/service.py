@@ -348,8 +348,9 @@ class MemoryService:
             meta[f"redacted_{kind}"] = n
         if plan.fallback:
             meta["model_fallback"] = True
-        base = dict(user_id=user_id, created_at=now, thread_id=thread_id, source_turns=list(turn_ids),
-                    importance=plan.importance, emotion=plan.emotion.label)
+        base: dict[str, Any] = dict(user_id=user_id, created_at=now, thread_id=thread_id,
+                                    source_turns=list(turn_ids), importance=plan.importance,
+                                    emotion=plan.emotion.label)
         records: list[MemoryRecord] = []
         if plan.episodic_text and not repeat:
             context = context_of(previous)

@@ -119,6 +119,7 @@ def free_port() -> int:
 
 @contextmanager
 def _store(mode: str, workdir: Path, embedder: RandomEmbedder, url: str | None) -> Iterator[MemoryStore]:
+    store: MemoryStore
     if mode == "embedded":
         store = open_chroma_store(data_dir=workdir / "embedded", embedder=embedder, prefix="bench")
     elif url:
