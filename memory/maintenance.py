@@ -70,11 +70,9 @@ def run_gc(service: MemoryService, *, now: float | None = None, dry_run: bool = 
             continue
         for start in range(0, len(to_archive), BATCH):
             ids = to_archive[start:start + BATCH]
-            service.store.archive(tenant, ids)
-            service.keyword.set_archived(ids, True)
+            service.indexed.archive(tenant, ids)
         for start in range(0, len(to_expire), BATCH):
             ids = to_expire[start:start + BATCH]
-            service.store.delete(tenant, ids=ids, archived=None)
-            service.keyword.delete(ids)
+            service.indexed.delete(tenant, ids)
     report.by_kind = {k: dict(v) for k, v in sorted(by_kind.items())}
     return report

@@ -34,6 +34,7 @@ from mneme.memory.base import (
 )
 from mneme.memory.forgetting import ForgettingPolicy, combine, retention
 from mneme.memory.fusion import count_tokens, fit_budget, mmr
+from mneme.memory.indexed import IndexedStore
 from mneme.memory.indexing import context_of, search_text
 from mneme.memory.keyword import KeywordEntry, KeywordIndex
 from mneme.memory.lowvalue import is_low_value
@@ -142,10 +143,10 @@ class MemoryService:
         writing: WritePolicy | None = None,
         model: Any = None,
     ) -> None:
+        self.indexed = IndexedStore(store, keyword if keyword is not None else KeywordIndex(None))
+        """The store and its keyword index, kept in step: every write that changes what is searchable."""
         self.store = store
-        self._seen: dict[str, tuple[Any, ...]] = {}
-        """Server mode: per tenant, the other writers' counters the keyword index was last brought up to."""
-        self.keyword = keyword if keyword is not None else KeywordIndex(None)
+        self.keyword = self.indexed.keyword
         self.clock = clock
         self.forgetting = forgetting or ForgettingPolicy()
         self.writing = writing or WritePolicy()
@@ -153,56 +154,17 @@ class MemoryService:
         self._last_reply: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._lock = threading.Lock()
 
-    # -- consistency ----------------------------------------------------------------------------
+    # -- consistency (owned by IndexedStore; these names stay for callers) ------------------------
     def sync_keyword_index(self, *, force: bool = False, only_if_needed: bool = False) -> int:
-        """Rebuild the keyword index from the store where they disagree (or everywhere, ``force``).
-
-        Every user's counts are compared, which reads the whole store; ``only_if_needed`` (start-up) does that
-        only when the index was never checked or its tokenizer changed, and otherwise checks just the users
-        whose write was interrupted between the store and the index. Returns the entries rebuilt.
-        """
-        full = force or not only_if_needed or not self.keyword.synced or self.keyword.needs_rebuild
-        pending = self.keyword.pending_tenants()
-        tenants = sorted(set(self.store.tenants()) | set(self.keyword.tenants())) if full else sorted(pending)
-        rebuilt = 0
-        for tenant in tenants:
-            live = self.store.count(tenant, kinds=None, archived=None)
-            if not force and not self.keyword.needs_rebuild and tenant not in pending \
-                    and live == self.keyword.count(tenant):
-                continue
-            records = self.store.scan(tenant, kinds=None, archived=None)
-            rebuilt += self.keyword.rebuild((self._entry(r) for r in records), user_id=tenant)
-        self.keyword.mark_synced(None if full else tenants)
-        return rebuilt
+        """Rebuild the keyword index from the store where they disagree (see ``IndexedStore.sync``)."""
+        return self.indexed.sync(force=force, only_if_needed=only_if_needed)
 
     def _catch_up(self, user_id: str) -> None:
-        """Server mode: rebuild one tenant's keyword index if another process changed its records.
-
-        The store's change stamp (one primary-key read) says who wrote what; this process's own writes
-        are indexed as they happen, so only other writers' counters matter. A few changes behind, it
-        re-reads just the changed records (the stamp logs their ids); further behind, it rebuilds the
-        tenant. A process meeting a tenant for the first time trusts its index file if the file was
-        rebuilt under the stamp still current.
-        """
-        stamp = self.store.change_stamp(user_id)
-        previous = self._seen.get(user_id)
-        if stamp is None or previous == stamp.foreign:
-            return
-        changed = stamp.changed_since(previous) if previous is not None else None
-        if changed is not None:  # a few logged changes: re-read just those records
-            current = self.store.get(user_id, sorted(changed)) if changed else []
-            self.keyword.add([self._entry(r) for r in current])
-            gone = sorted(changed - {r.id for r in current})
-            if gone:
-                self.keyword.delete(gone)
-        elif previous is not None or self.keyword.synced_stamp(user_id) != stamp.full:
-            records = self.store.scan(user_id, kinds=None, archived=None)
-            self.keyword.rebuild((self._entry(r) for r in records), user_id=user_id, stamp=stamp.full)
-        self._seen[user_id] = stamp.foreign
+        self.indexed.catch_up(user_id)
 
     @staticmethod
     def _entry(record: MemoryRecord) -> KeywordEntry:
-        return KeywordEntry(record.id, record.user_id, str(record.kind), search_text(record), record.archived)
+        return IndexedStore.entry(record)
 
     # -- recall ---------------------------------------------------------------------------------
     def recall(self, user_id: str, query: str, *, options: RecallOptions | None = None,
@@ -239,7 +201,7 @@ class MemoryService:
         stale = [i for i, _ in keyword if i not in records]
         if stale:  # deleted elsewhere (another process, a crash between writes): heal the index
             logger.debug("dropping %d stale keyword entries", len(stale))
-            self.keyword.delete(stale)
+            self.indexed.drop_stale(stale)
         if not records:
             return []
         lo = min(dense_scores.values(), default=0.0)
@@ -381,10 +343,7 @@ class MemoryService:
             return report
         vectors = self.store.embedder.embed([search_text(r) for r in records])
         records = [replace(r, embedding=v) for r, v in zip(records, vectors, strict=True)]
-        token = self.keyword.begin_write(user_id)  # a crash before end_write is repaired at start-up
-        self.store.add(records)  # the store is the truth: write it first, then the derived index
-        self.keyword.add([self._entry(r) for r in records])
-        self.keyword.end_write(token)
+        self.indexed.add(records)
         report.stored = [r.id for r in records]
         return report
 
@@ -408,20 +367,17 @@ class MemoryService:
         for start in range(0, len(records), 256):
             batch = records[start:start + 256]
             vectors = self.store.embedder.embed([r.text for r in batch])
-            self.store.add([replace(r, embedding=v) for r, v in zip(batch, vectors, strict=True)])
-            self.keyword.add([self._entry(r) for r in batch])
+            self.indexed.add([replace(r, embedding=v) for r, v in zip(batch, vectors, strict=True)])
         stale = sorted(set(old) - {r.id for r in records})
         if stale:  # a re-ingested, shorter document: drop its old tail
-            self.store.delete(user_id, ids=stale)
-            self.keyword.delete(stale)
+            self.indexed.delete(user_id, stale)
         return [r.id for r in records]
 
     # -- erase ----------------------------------------------------------------------------------
     def forget_user(self, user_id: str) -> int:
         """Erase everything kept about ``user_id``: every memory, the archive, private documents."""
         user_id = validate_tenant(user_id)
-        n = self.store.delete(user_id, archived=None)
-        self.keyword.delete_user(user_id)
+        n = self.indexed.delete_user(user_id)
         with self._lock:
             for key in [k for k in self._last_reply if k[0] == user_id]:
                 del self._last_reply[key]
@@ -431,15 +387,11 @@ class MemoryService:
         """Delete these records of ``user_id`` (never another user's); return how many were deleted."""
         user_id = validate_tenant(user_id)
         owned = [r.id for r in self.store.get(user_id, list(ids))]
-        n = self.store.delete(user_id, ids=owned, archived=None) if owned else 0
-        if owned:
-            self.keyword.delete(owned)
-        return n
+        return self.indexed.delete(user_id, owned)
 
     def close(self) -> None:
         """Close the store and the keyword index."""
-        self.store.close()
-        self.keyword.close()
+        self.indexed.close()
 
 
 def chunk_text(text: str, *, max_chars: int = 800) -> list[str]:

@@ -71,8 +71,7 @@ def run_retrieval_bench(n: int, *, tenants: int = 100, share: float = 0.01, quer
                        for i, u in enumerate(chunk)]
             vectors = embedder.embed([r.text for r in records])
             records = [replace(r, embedding=v) for r, v in zip(records, vectors, strict=True)]
-            store.add(records)
-            service.keyword.add([service._entry(r) for r in records])
+            service.indexed.add(records)
         ingest_s = time.perf_counter() - t0
         opts = RecallOptions(k=10, include_documents=False, reinforce=False)
         qs = [synthetic_text(rng)[:30] for _ in range(queries)]
