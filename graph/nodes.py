@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from mneme.clock import Clock, system_clock, to_iso
+from mneme.graph import degraded
 from mneme.graph.context import Context, resolve_context, thread_id_of
 from mneme.graph.state import State
 from mneme.memory.service import MemoryService, Recalled, WriteReport
@@ -103,7 +104,7 @@ def _expand_without_model(message: str, history: list[BaseMessage]) -> str:
 
 
 def _rewritten(out: BaseMessage, fallback: str) -> dict[str, Any]:
-    return {"query": text_of(out).strip().strip("\"'“”").strip() or fallback}
+    return {"query": text_of(out).strip().strip("\"'“”").strip() or fallback, **degraded.fresh()}
 
 
 async def rewrite_query(
@@ -112,12 +113,12 @@ async def rewrite_query(
     """Turn the latest message into a standalone query; the model runs only when there is history."""
     fallback, prompt = _rewrite_plan(state, resolve_context(runtime.context, config), model)
     if prompt is None or model is None:
-        return {"query": fallback}
+        return {"query": fallback, **degraded.fresh()}
     try:
         return _rewritten(await model.with_config(tags=[NOSTREAM]).ainvoke(prompt, config), fallback)
     except Exception:  # a failed rewrite must not cost the user their answer
         log.warning("query rewrite failed; using the message as is", exc_info=True)
-        return {"query": fallback}
+        return {"query": fallback, **degraded.fresh(degraded.REWRITE_FAILED)}
 
 
 def rewrite_query_sync(
@@ -126,12 +127,12 @@ def rewrite_query_sync(
     """Sync twin of ``rewrite_query``."""
     fallback, prompt = _rewrite_plan(state, resolve_context(runtime.context, config), model)
     if prompt is None or model is None:
-        return {"query": fallback}
+        return {"query": fallback, **degraded.fresh()}
     try:
         return _rewritten(model.with_config(tags=[NOSTREAM]).invoke(prompt, config), fallback)
     except Exception:
         log.warning("query rewrite failed; using the message as is", exc_info=True)
-        return {"query": fallback}
+        return {"query": fallback, **degraded.fresh(degraded.REWRITE_FAILED)}
 
 
 # -- retrieve ----------------------------------------------------------------------------------------

@@ -4,6 +4,9 @@
   streams, and (unlike langchain-core's fakes) supports ``with_structured_output`` and ``bind_tools``.
 - ``FakeEmbeddings``: deterministic, readable embeddings (hashed words and Chinese characters), so a
   failing similarity test explains itself; no model is loaded.
+- ``FakeOpenAIServer`` (from ``mneme.fake_openai``): a real OpenAI-compatible HTTP server on a loopback
+  port that answers from a script and fails on demand (``Status(500)``, ``Hang(s)``, ``Drop()``,
+  ``Garbage()``), counting attempts: tests the real ``ChatOpenAI`` path, timeouts and retries.
 
 Example::
 
@@ -32,7 +35,11 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
+from mneme.fake_openai import Drop, FakeOpenAIServer, Garbage, Hang, Status, ToolCall
 from mneme.memory.base import EmbedderInfo
+
+__all__ = ["Drop", "FakeChatModel", "FakeEmbeddings", "FakeOpenAIServer", "Garbage", "Hang", "Status",
+           "ToolCall"]
 
 Response = str | AIMessage | dict[str, Any] | BaseModel | Exception
 Handler = Callable[[list[BaseMessage]], Response]

@@ -14,7 +14,7 @@ from mneme.evaluation.bench_store import free_port
 from mneme.memory.base import MemoryStore
 from mneme.memory.chroma import open_chroma_store
 from mneme.memory.inprocess import InProcessStore
-from mneme.testing import FakeEmbeddings
+from mneme.testing import FakeEmbeddings, FakeOpenAIServer
 
 BACKENDS = ("inprocess", "embedded", "server")
 
@@ -99,3 +99,10 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path, embedder: FakeEmb
 def store(make_store: StoreFactory) -> MemoryStore:
     """The parametrised backend, opened once."""
     return make_store()
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAIServer]:
+    """A fake OpenAI-compatible HTTP server on a free loopback port (scripted; fails on demand)."""
+    with FakeOpenAIServer() as server:
+        yield server
