@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mneme.clock import Clock, system_clock
-from mneme.errors import InvalidInputError
+from mneme.memory import documents
 from mneme.memory.base import (
     MEMORY_KINDS,
     SHARED_TENANT,
@@ -45,7 +45,6 @@ from mneme.memory.writing import TurnPlan, WritePolicy, aplan_turn, plan_turn
 logger = logging.getLogger("mneme.memory.service")
 
 MAX_QUERY_CHARS = 4000
-MAX_DOCUMENT_CHARS = 5_000_000
 
 
 @dataclass(kw_only=True)
@@ -351,27 +350,8 @@ class MemoryService:
     def ingest_document(self, text: str, *, source: str, user_id: str = SHARED_TENANT,
                         title: str | None = None, now: float | None = None) -> list[str]:
         """Split a document into chunks and store them (shared by default, or private to ``user_id``)."""
-        user_id = validate_tenant(user_id, allow_shared=True)
-        if len(text) > MAX_DOCUMENT_CHARS:
-            raise InvalidInputError(f"{source}: document too large ({len(text)} chars; max {MAX_DOCUMENT_CHARS})")
-        now = self.clock() if now is None else now
-        chunks = chunk_text(text)
-        digest = hashlib.sha256(f"{user_id}\x00{source}".encode()).hexdigest()[:16]
-        old = [r.id for r in self.store.scan(user_id, kinds=[Kind.DOCUMENT], where={"source": source})]
-        records = [
-            MemoryRecord(id=f"doc-{digest}-{i}", user_id=user_id, kind=Kind.DOCUMENT, text=chunk,
-                         created_at=now, importance=0.5,
-                         metadata={"source": source, "title": title or source, "chunk": i})
-            for i, chunk in enumerate(chunks)
-        ]
-        for start in range(0, len(records), 256):
-            batch = records[start:start + 256]
-            vectors = self.store.embedder.embed([r.text for r in batch])
-            self.indexed.add([replace(r, embedding=v) for r, v in zip(batch, vectors, strict=True)])
-        stale = sorted(set(old) - {r.id for r in records})
-        if stale:  # a re-ingested, shorter document: drop its old tail
-            self.indexed.delete(user_id, stale)
-        return [r.id for r in records]
+        return documents.ingest_document(self.indexed, text, source=source, user_id=user_id,
+                                         title=title, now=self.clock() if now is None else now)
 
     # -- erase ----------------------------------------------------------------------------------
     def forget_user(self, user_id: str) -> int:
@@ -392,25 +372,3 @@ class MemoryService:
     def close(self) -> None:
         """Close the store and the keyword index."""
         self.indexed.close()
-
-
-def chunk_text(text: str, *, max_chars: int = 800) -> list[str]:
-    """Split text into chunks of whole paragraphs (or sentences, for long ones) up to ``max_chars``."""
-    import re
-
-    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
-    chunks: list[str] = []
-    current = ""
-    for para in paragraphs:
-        pieces = [para] if len(para) <= max_chars else re.findall(r"[^。！？!?.\n]+[。！？!?.\n]*", para)
-        for piece in pieces:
-            while len(piece) > max_chars:
-                chunks.append(piece[:max_chars])
-                piece = piece[max_chars:]
-            if current and len(current) + len(piece) + 2 > max_chars:
-                chunks.append(current)
-                current = ""
-            current = f"{current}\n\n{piece}" if current else piece
-    if current:
-        chunks.append(current)
-    return chunks
