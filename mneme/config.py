@@ -33,6 +33,14 @@ class Settings:
     """MNEME_CHAT_MODEL: the chat model's name at that endpoint."""
     cache_rows: int = 200_000
     """MNEME_VECTOR_CACHE_ROWS: rows of the in-process search cache (``0``: off, search asks Chroma every time)."""
+    postgres_url: str | None = None
+    """MNEME_POSTGRES_URL: PostgreSQL for conversation threads (shared by several servers); unset: SQLite."""
+    max_message_chars: int = 32_000
+    """MNEME_MAX_MESSAGE_CHARS: longest accepted message; longer ones are refused (HTTP 413), never stored."""
+    max_request_messages: int = 20
+    """MNEME_MAX_REQUEST_MESSAGES: most messages one HTTP request may carry."""
+    max_body_bytes: int = 1_000_000
+    """MNEME_MAX_BODY_BYTES: largest HTTP request body; refused (413) before it is read or parsed."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -48,8 +56,15 @@ class Settings:
         if not raw_rows.isdigit():
             raise ConfigurationError(f"MNEME_VECTOR_CACHE_ROWS must be a whole number of rows (0 turns the cache off), "
                                      f"got {raw_rows!r}")
+        postgres = (env.get("MNEME_POSTGRES_URL") or "").strip() or None
+        if postgres and not postgres.startswith(("postgresql://", "postgres://")):
+            raise ConfigurationError("MNEME_POSTGRES_URL must look like postgresql://user@host:port/dbname")
         return cls(
             cache_rows=int(raw_rows),
+            postgres_url=postgres,
+            max_message_chars=_positive(env, "MNEME_MAX_MESSAGE_CHARS", 32_000),
+            max_request_messages=_positive(env, "MNEME_MAX_REQUEST_MESSAGES", 20),
+            max_body_bytes=_positive(env, "MNEME_MAX_BODY_BYTES", 1_000_000),
             data_dir=Path(env.get("MNEME_DATA_DIR") or ".mneme").expanduser(),
             chroma_url=url,
             collection_prefix=prefix,
@@ -63,3 +78,10 @@ class Settings:
     def memory_only(self) -> bool:
         """True when no model endpoint is configured: no model calls are made."""
         return self.openai_api_key is None and self.openai_base_url is None
+
+
+def _positive(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = (env.get(name) or str(default)).strip().replace("_", "")
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigurationError(f"{name} must be a whole number above 0, got {raw!r}")
+    return int(raw)

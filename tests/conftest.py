@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from pgserver import PostgresServer
 
 from mneme.evaluation.bench_store import ChromaProcess as ChromaServer
 from mneme.evaluation.bench_store import free_port
@@ -34,6 +35,14 @@ def _restore_environ() -> Iterator[None]:
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaServer]:
     """One Chroma server for the whole session; tests isolate themselves with unique prefixes."""
     server = ChromaServer(tmp_path_factory.mktemp("chroma-server") / "data").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the whole session (``pgserver.py``); ``.database()`` gives a fresh db."""
+    server = PostgresServer().start()
     yield server
     server.stop()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import uuid
+from contextlib import ExitStack
 from typing import Any, TextIO
 
 from mneme.errors import MnemeError
@@ -28,19 +29,19 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _open_graph() -> tuple[Any, Any]:
-    from langgraph.checkpoint.memory import InMemorySaver
-
+def _open_graph(stack: ExitStack) -> Any:
     from mneme.config import Settings
     from mneme.graph.graph import build_graph
     from mneme.models import load_chat_model
     from mneme.stores import open_service
+    from mneme.threads import open_checkpointer
 
     settings = Settings.from_env()
     service = open_service(settings)
-    # The checkpointer keeps the thread's turns for this process (short-term memory).
-    graph = build_graph(model=load_chat_model(settings), service=service, checkpointer=InMemorySaver())
-    return graph, service
+    stack.callback(service.close)
+    # Threads persist (SQLite under MNEME_DATA_DIR, or PostgreSQL): `--thread T` comes back to T.
+    checkpointer = stack.enter_context(open_checkpointer(settings))
+    return build_graph(model=load_chat_model(settings), service=service, checkpointer=checkpointer)
 
 
 def reply(graph: Any, message: str, *, config: dict[str, Any], context: dict[str, Any]) -> str:
@@ -58,18 +59,21 @@ def run(args: argparse.Namespace, *, stdin: TextIO | None = None, stdout: TextIO
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     from mneme.memory.base import validate_tenant
+    from mneme.threads import scoped_thread_id
 
     user = validate_tenant(args.user)
     thread = args.thread or f"cli-{uuid.uuid4().hex[:8]}"
+    scoped = scoped_thread_id(user, thread)  # a bad --thread is refused here, before anything opens
     context: dict[str, Any] = {"user_id": user, "write_memory": not args.no_write}
     if args.k is not None:
         context["k"] = args.k
-    config = {"configurable": {"thread_id": thread}}
+    config = {"configurable": {"thread_id": scoped}}
     interactive = stdin.isatty()
-    graph, service = _open_graph()
-    try:
+    with ExitStack() as stack:
+        graph = _open_graph(stack)
         if interactive:
-            banner = f"mneme chat - user {user}, thread {thread} (Ctrl-D or /exit to quit)"
+            banner = (f"mneme chat - user {user}, thread {thread} (come back to it with --thread {thread}; "
+                      "Ctrl-D or /exit to quit)")
             print(banner, file=stdout, flush=True)
         while True:
             if interactive:
@@ -88,6 +92,4 @@ def run(args: argparse.Namespace, *, stdin: TextIO | None = None, stdout: TextIO
                     break
                 line = raw.rstrip("\r\n")
             print(reply(graph, line, config=config, context=context), file=stdout, flush=True)
-    finally:
-        service.close()
     return 0
