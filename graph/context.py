@@ -13,32 +13,16 @@ from typing import Any
 
 from mneme.errors import InvalidInputError, InvalidTenantError
 from mneme.memory.base import validate_tenant
-from mneme.memory.service import RecallOptions
+from mneme.memory.ranking import RecallOptions
 
 
 @dataclass(kw_only=True)
-class Context:
-    """Per-run settings of the Mneme agent."""
+class Context(RecallOptions):
+    """Per-run settings of the Mneme agent: the user, the recall knobs (``RecallOptions``, declared and
+    described once there) and how the graph uses the thread and memory."""
 
     user_id: str = field(default="", metadata={
         "description": "Whose memories to read and write (required; or config.configurable.user_id)."})
-    k: int = field(default=6, metadata={"description": "How many memories and documents to recall at most."})
-    score_floor: float = field(default=0.0, metadata={
-        "description": "Drop recalled items whose final score is below this."})
-    mmr: bool = field(default=False, metadata={
-        "description": "Diversify recalled items with maximal marginal relevance."})
-    mmr_lambda: float = field(default=0.7, metadata={
-        "description": "MMR trade-off: 1 is pure relevance, 0 pure diversity."})
-    memory_weight: float = field(default=1.0, metadata={"description": "Weight of the user's memories."})
-    document_weight: float = field(default=1.0, metadata={"description": "Weight of documents."})
-    include_documents: bool = field(default=True, metadata={
-        "description": "Also search the documents (shared knowledge base and the user's private ones)."})
-    forgetting: bool = field(default=True, metadata={
-        "description": "Re-rank by the forgetting curve (re-orders near ties, never hides a clear match)."})
-    time_aware: bool = field(default=True, metadata={
-        "description": "Favour memories from a time window named in the query (昨天, last week)."})
-    max_context_tokens: int = field(default=2000, metadata={
-        "description": "Token budget of the recalled memories and documents put in the prompt."})
     recent_turns: int = field(default=3, metadata={
         "description": "How many recent turns of the thread the query rewriter sees."})
     write_memory: bool = field(default=True, metadata={
@@ -52,17 +36,14 @@ class Context:
             raise InvalidInputError(f"mmr_lambda must be between 0 and 1, got {self.mmr_lambda}")
         if self.memory_weight < 0 or self.document_weight < 0:
             raise InvalidInputError("memory_weight and document_weight must not be negative")
+        if not 0.0 <= float(self.keyword_weight) <= 1.0:
+            raise InvalidInputError(f"keyword_weight must be between 0 and 1, got {self.keyword_weight}")
         if self.recent_turns < 0 or self.max_context_tokens < 1:
             raise InvalidInputError("recent_turns must be >= 0 and max_context_tokens >= 1")
 
     def to_recall_options(self) -> RecallOptions:
         """The memory service's recall options for these settings."""
-        return RecallOptions(
-            k=self.k, score_floor=self.score_floor, mmr=self.mmr, mmr_lambda=self.mmr_lambda,
-            memory_weight=self.memory_weight, document_weight=self.document_weight,
-            include_documents=self.include_documents, forgetting=self.forgetting,
-            time_aware=self.time_aware, max_tokens=self.max_context_tokens,
-        )
+        return self.recall_options()
 
 
 _FIELDS = {f.name: f for f in fields(Context)}

@@ -5,9 +5,10 @@ store and rebuilt from it when they disagree), the writing policy and the forget
 ``recall`` and ``remember_turn``; they never talk to a backend directly.
 
 Recall, in order: parse a time window from the query; embed the query once; take candidates from the
-dense channel (the store) and the keyword channel (the index); fuse their normalised scores; add the
-time-window affinity; weigh by source; re-rank by the bounded forgetting curve; diversify (MMR,
-optional); cut to k and to the token budget; reinforce what was recalled.
+dense channel (the store) and the keyword channel (the index); rank them (``memory/ranking.py``: fusion,
+time affinity, source weights, the bounded forgetting curve, MMR, k and the token budget, as pure
+functions); reinforce what was recalled. ``RecallOptions`` and ``Recalled`` live in ``ranking`` and are
+re-exported here.
 """
 
 from __future__ import annotations
@@ -32,79 +33,21 @@ from mneme.memory.base import (
     MemoryStore,
     validate_tenant,
 )
-from mneme.memory.forgetting import ForgettingPolicy, combine, retention
-from mneme.memory.fusion import count_tokens, fit_budget, mmr
+from mneme.memory.forgetting import ForgettingPolicy
 from mneme.memory.indexed import IndexedStore
 from mneme.memory.indexing import context_of, search_text
 from mneme.memory.keyword import KeywordEntry, KeywordIndex
 from mneme.memory.lowvalue import is_low_value
+from mneme.memory.ranking import Candidate, Recalled, RecallOptions, rank, select
 from mneme.memory.redaction import redact
-from mneme.memory.timewindow import parse_time_window, time_affinity
+from mneme.memory.timewindow import parse_time_window
 from mneme.memory.writing import TurnPlan, WritePolicy, aplan_turn, plan_turn
 
 logger = logging.getLogger("mneme.memory.service")
 
+__all__ = ["MemoryService", "RecallOptions", "Recalled", "WriteReport"]
+
 MAX_QUERY_CHARS = 4000
-
-
-@dataclass(kw_only=True)
-class RecallOptions:
-    """How to recall: the knobs a user tunes per run (mirrored in the graph's ``Context``)."""
-
-    k: int = 6
-    """How many items to return at most."""
-    score_floor: float = 0.0
-    """Drop items whose final score is below this (scores are in [0, ~1.3])."""
-    mmr: bool = False
-    """Diversify the results with maximal marginal relevance."""
-    mmr_lambda: float = 0.7
-    """MMR trade-off: 1 is pure relevance, 0 pure diversity."""
-    memory_weight: float = 1.0
-    """Weight of the user's memories in the merge."""
-    document_weight: float = 1.0
-    """Weight of documents in the merge."""
-    include_documents: bool = True
-    """Also search the documents collection (shared and the user's private ones)."""
-    forgetting: bool = True
-    """Re-rank by the forgetting curve (bounded: it re-orders near ties, never hides a clear match)."""
-    time_aware: bool = True
-    """Favour memories from a time window named in the query (昨天, 5月6号, last week)."""
-    max_tokens: int = 2000
-    """Token budget of the recalled context."""
-    reinforce: bool = True
-    """Count a recall as an access (strengthens the memory on the curve)."""
-    keyword_weight: float = 0.7
-    """Share of the keyword channel in the fused relevance (the rest is the dense channel)."""
-    time_weight: float = 0.6
-    """Bonus for items inside a time window the query names."""
-
-
-@dataclass(kw_only=True)
-class Recalled:
-    """One recalled item, with where it came from and why it ranked where it did."""
-
-    id: str
-    kind: Kind
-    text: str
-    score: float
-    source: str
-    """``memory`` or ``document``."""
-    created_at: float
-    source_turns: list[str] = field(default_factory=list)
-    thread_id: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    signals: dict[str, float] = field(default_factory=dict)
-    """Per-channel evidence: ``dense``, ``keyword``, ``time``, ``retention``, ``relevance``."""
-    user_id: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready view (for graph state and the CLI)."""
-        return {
-            "id": self.id, "kind": str(self.kind), "text": self.text, "score": round(self.score, 4),
-            "source": self.source, "created_at": self.created_at, "source_turns": self.source_turns,
-            "thread_id": self.thread_id, "signals": {k: round(v, 4) for k, v in self.signals.items()},
-            "title": self.metadata.get("title"),
-        }
 
 
 @dataclass(kw_only=True)
@@ -203,48 +146,9 @@ class MemoryService:
             self.indexed.drop_stale(stale)
         if not records:
             return []
-        lo = min(dense_scores.values(), default=0.0)
-        hi = max(dense_scores.values(), default=1.0)
-        kmax = max(keyword_scores.values(), default=0.0)
-        scored: list[Recalled] = []
-        for rid, rec in records.items():
-            d = (dense_scores[rid] - lo) / (hi - lo) if rid in dense_scores and hi > lo else (
-                1.0 if rid in dense_scores else 0.0)
-            kw = keyword_scores.get(rid, 0.0) / kmax if kmax > 0 else 0.0
-            relevance = (1 - opts.keyword_weight) * d + opts.keyword_weight * kw
-            signals = {"dense": dense_scores.get(rid, 0.0), "keyword": keyword_scores.get(rid, 0.0)}
-            if window is not None:
-                affinity = time_affinity(rec.created_at, window)
-                relevance += opts.time_weight * affinity
-                signals["time"] = affinity
-            is_doc = rec.kind == Kind.DOCUMENT
-            weight = opts.document_weight if is_doc else opts.memory_weight
-            if weight <= 0:  # weight 0 switches a source off, it does not just sink it to score 0
-                continue
-            relevance *= weight
-            signals["relevance"] = relevance
-            score = relevance
-            if opts.forgetting and not is_doc:
-                r = retention(rec, now, self.forgetting)
-                signals["retention"] = r
-                score = combine(relevance, r, self.forgetting)
-            if score < opts.score_floor:
-                continue
-            scored.append(Recalled(
-                id=rid, kind=rec.kind, text=rec.text, score=score, source="document" if is_doc else "memory",
-                created_at=rec.created_at, source_turns=list(rec.source_turns), thread_id=rec.thread_id,
-                metadata=dict(rec.metadata), signals=signals, user_id=rec.user_id,
-            ))
-        scored.sort(key=lambda it: (-it.score, it.id))
-        if opts.mmr and len(scored) > opts.k:
-            head = scored[: max(opts.k * 3, 10)]
-            vectors = dict(zip([it.id for it in head], self.store.embedder.embed([it.text for it in head]),
-                               strict=True))
-            order = mmr([it.id for it in head], {it.id: it.score for it in head}, vectors,
-                        lambda_=opts.mmr_lambda, k=opts.k)
-            by_id = {it.id: it for it in head}
-            scored = [by_id[i] for i in order]
-        out = fit_budget(scored[: opts.k], max_tokens=opts.max_tokens, count_tokens=lambda it: count_tokens(it.text))
+        candidates = [Candidate(rec, dense_scores.get(rid), keyword_scores.get(rid)) for rid, rec in records.items()]
+        ranked = rank(candidates, opts, now=now, window=window, forgetting=self.forgetting)
+        out = select(ranked, opts, embed=self.store.embedder.embed)
         if opts.reinforce:
             self.reinforce(user_id, [it.id for it in out if it.source == "memory"], now=now)
         return out

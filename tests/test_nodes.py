@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import fields
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from mneme.errors import InvalidInputError, InvalidTenantError
 from mneme.graph import nodes
 from mneme.graph.context import Context, resolve_context
 from mneme.memory.inprocess import InProcessStore
-from mneme.memory.service import MemoryService
+from mneme.memory.service import MemoryService, RecallOptions
 from mneme.testing import FakeChatModel, FakeEmbeddings
 
 T0 = 1_746_500_000.0  # 2025-05-06
@@ -131,7 +132,17 @@ def test_context_maps_to_recall_options() -> None:
     opts = Context(
         user_id="a", k=3, mmr=True, include_documents=False, max_context_tokens=500
     ).to_recall_options()
-    assert (opts.k, opts.mmr, opts.include_documents, opts.max_tokens) == (3, True, False, 500)
+    assert type(opts) is RecallOptions
+    assert (opts.k, opts.mmr, opts.include_documents, opts.max_context_tokens) == (3, True, False, 500)
+
+
+def test_context_declares_every_recall_option_once() -> None:
+    """Context extends RecallOptions: a recall knob is declared (and described, for Studio) in one place."""
+    context_fields = {f.name: f for f in fields(Context)}
+    for f in fields(RecallOptions):
+        assert context_fields[f.name] is not None and context_fields[f.name].default == f.default
+        assert context_fields[f.name].metadata["description"]
+    assert {"user_id", "recent_turns", "write_memory"} <= set(context_fields) - {f.name for f in fields(RecallOptions)}
 
 
 # -- retrieve ----------------------------------------------------------------------------------------

@@ -289,7 +289,7 @@ def test_token_budget_is_respected(service: MemoryService) -> None:
     full = service.recall("u1", "杭州西湖旅行", options=RecallOptions(k=6, reinforce=False))
     assert len(full) == 6
     budget = 60
-    cut = service.recall("u1", "杭州西湖旅行", options=RecallOptions(k=6, max_tokens=budget, reinforce=False))
+    cut = service.recall("u1", "杭州西湖旅行", options=RecallOptions(k=6, max_context_tokens=budget, reinforce=False))
     assert 0 < len(cut) < 6
     assert sum(count_tokens(it.text) for it in cut) <= budget
     assert ids(cut) == ids(full)[: len(cut)]

@@ -30,7 +30,7 @@ def export_memories(store: MemoryStore, user_id: str) -> Iterator[dict[str, Any]
 
 def search_memories(service: MemoryService, user_id: str, query: str, *, k: int = 10) -> list[dict[str, Any]]:
     """Recall for ``user_id`` as the agent would (hybrid, re-ranked; no reinforcement), with scores."""
-    options = RecallOptions(k=k, reinforce=False, max_tokens=10**9)
+    options = RecallOptions(k=k, reinforce=False, max_context_tokens=10**9)
     items = service.recall(validate_tenant(user_id), query, options=options)
     records = {r.id: r for r in service.store.get(user_id, [it.id for it in items])}
     shared = {r.id: r for r in service.store.get(SHARED_TENANT, [it.id for it in items if it.id not in records])}

@@ -70,7 +70,7 @@ def evaluate(service: MemoryService, conversations: Sequence[Conversation], *, k
     violations = 0
     n = 0
     options = replace(options or RecallOptions(), k=kmax, include_documents=False, forgetting=forgetting,
-                      max_tokens=10**9, reinforce=False, mmr=False)
+                      max_context_tokens=10**9, reinforce=False, mmr=False)
     for conv in conversations:
         for q in conv.questions:
             t0 = time.perf_counter()

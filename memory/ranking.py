@@ -1,0 +1,161 @@
+"""Ranking: how recall's candidates become the best few items, as pure functions over candidates.
+
+``MemoryService.recall`` gathers candidates (the dense channel's cosine scores, the keyword channel's BM25
+scores, the records they point at); ``rank`` turns them into scored ``Recalled`` items, best first, and
+``select`` diversifies (MMR, optional) and cuts to ``k`` and the token budget. Nothing here reads a store,
+an index or a clock, so the maths can be tested and reused (evaluation, other stores) on its own.
+
+The score of a candidate, in order: each channel normalised over the pool (dense min-max, keyword by its
+maximum), fused ``(1 - keyword_weight)·dense + keyword_weight·keyword``; plus ``time_weight`` × the affinity
+to a time window the query names; times the weight of its source (memory or document; weight 0 drops the
+source); bent by the bounded forgetting curve (memories only); dropped below ``score_floor``.
+
+``RecallOptions`` is the one definition of the recall knobs: the graph's ``Context`` (run settings)
+extends it, so a knob is declared and described once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mneme.memory.base import Kind, MemoryRecord
+from mneme.memory.forgetting import ForgettingPolicy, combine, retention
+from mneme.memory.fusion import count_tokens, fit_budget, mmr
+from mneme.memory.timewindow import TimeWindow, time_affinity
+
+
+def _d(text: str) -> dict[str, str]:
+    return {"description": text}
+
+
+@dataclass(kw_only=True)
+class RecallOptions:
+    """How to recall: the knobs a caller tunes per run (the graph's ``Context`` extends this class)."""
+
+    k: int = field(default=6, metadata=_d("How many memories and documents to recall at most."))
+    score_floor: float = field(default=0.0, metadata=_d(
+        "Drop recalled items whose final score is below this (scores are in [0, ~1.3])."))
+    mmr: bool = field(default=False, metadata=_d("Diversify recalled items with maximal marginal relevance."))
+    mmr_lambda: float = field(default=0.7, metadata=_d("MMR trade-off: 1 is pure relevance, 0 pure diversity."))
+    memory_weight: float = field(default=1.0, metadata=_d("Weight of the user's memories (0 leaves them out)."))
+    document_weight: float = field(default=1.0, metadata=_d("Weight of documents (0 leaves them out)."))
+    include_documents: bool = field(default=True, metadata=_d(
+        "Also search the documents (shared knowledge base and the user's private ones)."))
+    forgetting: bool = field(default=True, metadata=_d(
+        "Re-rank by the forgetting curve (re-orders near ties, never hides a clear match)."))
+    time_aware: bool = field(default=True, metadata=_d(
+        "Favour memories from a time window named in the query (昨天, 5月6号, last week)."))
+    max_context_tokens: int = field(default=2000, metadata=_d(
+        "Token budget of the recalled memories and documents put in the prompt."))
+    reinforce: bool = field(default=True, metadata=_d(
+        "Count a recall as an access (strengthens the recalled memories on the forgetting curve)."))
+    keyword_weight: float = field(default=0.7, metadata=_d(
+        "Share of the keyword channel in the fused relevance (the rest is the dense channel)."))
+    time_weight: float = field(default=0.6, metadata=_d("Bonus for items inside a time window the query names."))
+
+    def recall_options(self) -> RecallOptions:
+        """Just the recall knobs (a ``Context`` carries more), as a plain ``RecallOptions``."""
+        return RecallOptions(**{name: getattr(self, name) for name in RECALL_FIELDS})
+
+
+RECALL_FIELDS: tuple[str, ...] = tuple(RecallOptions.__dataclass_fields__)
+
+
+@dataclass(kw_only=True)
+class Recalled:
+    """One recalled item, with where it came from and why it ranked where it did."""
+
+    id: str
+    kind: Kind
+    text: str
+    score: float
+    source: str
+    """``memory`` or ``document``."""
+    created_at: float
+    source_turns: list[str] = field(default_factory=list)
+    thread_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    signals: dict[str, float] = field(default_factory=dict)
+    """Per-channel evidence: ``dense``, ``keyword``, ``time``, ``retention``, ``relevance``."""
+    user_id: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready view (for graph state and the CLI)."""
+        return {
+            "id": self.id, "kind": str(self.kind), "text": self.text, "score": round(self.score, 4),
+            "source": self.source, "created_at": self.created_at, "source_turns": self.source_turns,
+            "thread_id": self.thread_id, "signals": {k: round(v, 4) for k, v in self.signals.items()},
+            "title": self.metadata.get("title"),
+        }
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A record one or both channels proposed, with its raw channel scores (``None``: not proposed)."""
+
+    record: MemoryRecord
+    dense: float | None = None
+    """Cosine similarity from the dense channel."""
+    keyword: float | None = None
+    """BM25 score from the keyword channel."""
+
+
+def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
+         window: TimeWindow | None = None, forgetting: ForgettingPolicy | None = None) -> list[Recalled]:
+    """Score every candidate as the module docstring says; all that pass the floor, best first (ties by id)."""
+    cands = list(candidates)
+    policy = forgetting or ForgettingPolicy()
+    dense_scores = [c.dense for c in cands if c.dense is not None]
+    lo = min(dense_scores, default=0.0)
+    hi = max(dense_scores, default=1.0)
+    kmax = max((c.keyword for c in cands if c.keyword is not None), default=0.0)
+    scored: list[Recalled] = []
+    for cand in cands:
+        rec = cand.record
+        d = 0.0 if cand.dense is None else (cand.dense - lo) / (hi - lo) if hi > lo else 1.0
+        kw = (cand.keyword or 0.0) / kmax if kmax > 0 else 0.0
+        relevance = (1 - options.keyword_weight) * d + options.keyword_weight * kw
+        signals = {"dense": cand.dense or 0.0, "keyword": cand.keyword or 0.0}
+        if window is not None:
+            affinity = time_affinity(rec.created_at, window)
+            relevance += options.time_weight * affinity
+            signals["time"] = affinity
+        is_doc = rec.kind == Kind.DOCUMENT
+        weight = options.document_weight if is_doc else options.memory_weight
+        if weight <= 0:  # weight 0 switches a source off, it does not just sink it to score 0
+            continue
+        relevance *= weight
+        signals["relevance"] = relevance
+        score = relevance
+        if options.forgetting and not is_doc:
+            r = retention(rec, now, policy)
+            signals["retention"] = r
+            score = combine(relevance, r, policy)
+        if score < options.score_floor:
+            continue
+        scored.append(Recalled(
+            id=rec.id, kind=rec.kind, text=rec.text, score=score, source="document" if is_doc else "memory",
+            created_at=rec.created_at, source_turns=list(rec.source_turns), thread_id=rec.thread_id,
+            metadata=dict(rec.metadata), signals=signals, user_id=rec.user_id,
+        ))
+    scored.sort(key=lambda it: (-it.score, it.id))
+    return scored
+
+
+def select(ranked: Sequence[Recalled], options: RecallOptions, *,
+           embed: Callable[[list[str]], Sequence[Sequence[float]]] | None = None) -> list[Recalled]:
+    """The items to return from a ``rank`` result: MMR over the head (when asked, with ``embed``), then
+    the first ``k`` that fit ``max_context_tokens``."""
+    out = list(ranked)
+    if options.mmr and embed is not None and len(out) > options.k:
+        head = out[: max(options.k * 3, 10)]
+        vectors: Mapping[str, Sequence[float]] = dict(
+            zip([it.id for it in head], embed([it.text for it in head]), strict=True))
+        order = mmr([it.id for it in head], {it.id: it.score for it in head}, vectors,
+                    lambda_=options.mmr_lambda, k=options.k)
+        by_id = {it.id: it for it in head}
+        out = [by_id[i] for i in order]
+    return fit_budget(out[: options.k], max_tokens=options.max_context_tokens,
+                      count_tokens=lambda it: count_tokens(it.text))

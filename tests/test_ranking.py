@@ -1,0 +1,69 @@
+"""Ranking as pure functions over candidates: fusion, source weights, floor, forgetting, k and budget."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mneme.memory.base import Kind, MemoryRecord
+from mneme.memory.forgetting import DAY
+from mneme.memory.ranking import Candidate, RecallOptions, rank, select
+
+NOW = 1_700_000_000.0
+
+
+def _rec(rid: str, *, kind: Kind = Kind.EPISODIC, text: str = "x", created_at: float = NOW) -> MemoryRecord:
+    return MemoryRecord(id=rid, user_id="u", kind=kind, text=text, created_at=created_at)
+
+
+def test_fused_score_is_weighted_sum_of_normalised_channels() -> None:
+    cands = [Candidate(_rec("a"), dense=0.9, keyword=2.0), Candidate(_rec("b"), dense=0.5, keyword=8.0),
+             Candidate(_rec("c"), dense=0.7)]
+    out = rank(cands, RecallOptions(forgetting=False), now=NOW)
+    scores = {it.id: it.score for it in out}
+    # a: dense 1.0, keyword 2/8; b: dense 0, keyword 1; c: dense 0.5, keyword 0
+    assert abs(scores["a"] - (0.3 * 1.0 + 0.7 * 0.25)) < 1e-9
+    assert abs(scores["b"] - 0.7) < 1e-9
+    assert abs(scores["c"] - 0.15) < 1e-9
+    assert [it.id for it in out] == ["b", "a", "c"]
+    assert out[0].signals["keyword"] == 8.0 and out[2].signals["keyword"] == 0.0
+
+
+def test_weight_zero_leaves_a_source_out_and_floor_drops_weak_items() -> None:
+    cands = [Candidate(_rec("m"), dense=0.9), Candidate(_rec("d", kind=Kind.DOCUMENT), dense=0.8),
+             Candidate(_rec("w"), dense=0.1)]
+    out = rank(cands, RecallOptions(document_weight=0.0, forgetting=False), now=NOW)
+    assert [it.id for it in out] == ["m", "w"]
+    out = rank(cands, RecallOptions(score_floor=0.2, forgetting=False), now=NOW)
+    assert [it.id for it in out] == ["m", "d"] and out[1].source == "document"
+
+
+def test_forgetting_reorders_a_near_tie_only() -> None:
+    old = replace(_rec("old", created_at=NOW - 400 * DAY))
+    new = _rec("new", created_at=NOW)
+    tie = [Candidate(old, dense=0.80, keyword=1.0), Candidate(new, dense=0.79, keyword=1.0),
+           Candidate(_rec("low"), dense=0.1)]
+    assert [it.id for it in rank(tie, RecallOptions(forgetting=False), now=NOW)][:2] == ["old", "new"]
+    assert [it.id for it in rank(tie, RecallOptions(), now=NOW)][:2] == ["new", "old"]
+    clear = [Candidate(old, dense=0.9, keyword=3.0), Candidate(new, dense=0.5, keyword=1.0),
+             Candidate(_rec("low"), dense=0.1)]
+    assert rank(clear, RecallOptions(), now=NOW)[0].id == "old"
+
+
+def test_select_cuts_to_k_then_to_the_token_budget() -> None:
+    cands = [Candidate(_rec(f"r{i}", text="记忆" * (i + 1)), dense=1.0 - i / 10) for i in range(6)]
+    ranked = rank(cands, RecallOptions(forgetting=False), now=NOW)
+    assert [it.id for it in select(ranked, RecallOptions(k=3))] == ["r0", "r1", "r2"]
+    # r0 costs 2 tokens, r1 4, r2 6: a budget of 7 keeps r0 and r1 only
+    assert [it.id for it in select(ranked, RecallOptions(k=3, max_context_tokens=7))] == ["r0", "r1"]
+
+
+@given(st.lists(st.tuples(st.floats(0, 1), st.one_of(st.none(), st.floats(0, 20))), min_size=1, max_size=12))
+def test_rank_is_sorted_and_keeps_every_candidate_by_default(channels: list[tuple[float, float | None]]) -> None:
+    cands = [Candidate(_rec(f"c{i:02d}"), dense=d, keyword=k) for i, (d, k) in enumerate(channels)]
+    out = rank(cands, RecallOptions(), now=NOW)
+    assert sorted(it.id for it in out) == sorted(c.record.id for c in cands)
+    assert all(a.score >= b.score for a, b in zip(out, out[1:], strict=False))
+    assert all(-1e-9 <= it.score <= 1.0 + 1e-9 for it in out)
