@@ -102,10 +102,10 @@ def graph_from_env() -> CompiledStateGraph[State, Context, InputState, State]:
     """The agent as the environment configures it (store, embedder, chat model); no checkpointer."""
     from mneme.config import Settings
     from mneme.models import load_chat_model
-    from mneme.stores import open_service
+    from mneme.stores import shared_service
 
     settings = Settings.from_env()
-    return build_graph(model=load_chat_model(settings), service=open_service(settings))
+    return build_graph(model=load_chat_model(settings), service=shared_service())
 
 
 _lock = threading.Lock()

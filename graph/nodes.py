@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
+from mneme import tracing
 from mneme.clock import Clock, system_clock, to_iso
 from mneme.graph import degraded
 from mneme.graph.context import Context, resolve_context, thread_id_of
@@ -135,7 +136,14 @@ def rewrite_query_sync(
         return {"query": fallback, **degraded.fresh(degraded.REWRITE_FAILED)}
 
 
-# -- retrieve ----------------------------------------------------------------------------------------
+# -- retrieve ---------------------------------------------------------------------------------------
+def memory_of(runtime: Runtime[Context], service: MemoryService) -> MemoryService:
+    """The memory a run uses: the host's Mneme store (``runtime.store``, e.g. under ``langgraph dev``) when it
+    provides one, else the service the graph was built with."""
+    host = getattr(runtime.store, "service", None)
+    return host if isinstance(host, MemoryService) else service
+
+
 def _recalled(items: list[Recalled]) -> dict[str, Any]:
     out = []
     for item in items:
@@ -154,7 +162,8 @@ async def retrieve(
     query = state.get("query", "")
     if not query.strip():
         return {"recalled": []}
-    return _recalled(await service.arecall(ctx.user_id, query, options=ctx.to_recall_options()))
+    return _recalled(await tracing.arecall(memory_of(runtime, service), ctx.user_id, query,
+                                           options=ctx.to_recall_options()))
 
 
 def retrieve_sync(
@@ -165,7 +174,8 @@ def retrieve_sync(
     query = state.get("query", "")
     if not query.strip():
         return {"recalled": []}
-    return _recalled(service.recall(ctx.user_id, query, options=ctx.to_recall_options()))
+    return _recalled(tracing.recall(memory_of(runtime, service), ctx.user_id, query,
+                                    options=ctx.to_recall_options()))
 
 
 # -- generate ----------------------------------------------------------------------------------------
@@ -270,7 +280,7 @@ async def write_memory(
     if done is not None:
         return {"memory_report": done}
     try:
-        return _reported(await service.aremember_turn(ctx.user_id, **kwargs))
+        return _reported(await tracing.aremember_turn(memory_of(runtime, service), ctx.user_id, **kwargs))
     except Exception as exc:  # memory is best effort: the user already has their answer
         return _failed(exc, ctx.user_id)
 
@@ -285,6 +295,6 @@ def write_memory_sync(
     if done is not None:
         return {"memory_report": done}
     try:
-        return _reported(service.remember_turn(ctx.user_id, **kwargs))
+        return _reported(tracing.remember_turn(memory_of(runtime, service), ctx.user_id, **kwargs))
     except Exception as exc:
         return _failed(exc, ctx.user_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,3 +54,20 @@ def open_service(settings: Settings, *, embedder: Embedder | None = None, model:
     service = MemoryService(store, keyword=keyword, clock=clock, model=model)
     service.sync_keyword_index(only_if_needed=True)
     return service
+
+
+_shared_lock = threading.Lock()
+_shared: MemoryService | None = None
+
+
+def shared_service() -> MemoryService:
+    """The process's memory service from the environment, opened once (the agent and ``MnemeStore``).
+
+    One service per process matters with embedded Chroma: two services over one data directory would each
+    cache rows and index words the other does not see change.
+    """
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = open_service(Settings.from_env())
+    return _shared
