@@ -149,7 +149,7 @@ class MnemeStore(BaseStore):
             scored = self._recall_documents(query, k)
         else:
             options = RecallOptions(k=k, include_documents=scope.kind in (None, Kind.DOCUMENT), reinforce=False,
-                                    max_tokens=10**9)
+                                    max_context_tokens=10**9)
             for tenant in self._tenants(scope):
                 hits = tracing.recall(self.service, tenant, query, options=options, source="store")
                 records = {r.id: r for r in self.service.store.get(tenant, [h.id for h in hits])}

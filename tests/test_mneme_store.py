@@ -126,7 +126,7 @@ def test_search_with_a_query_is_mnemes_hybrid_recall_higher_score_better(store: 
     assert all(isinstance(it, SearchItem) and it.score is not None for it in found)
     assert [it.score for it in found] == sorted((it.score for it in found), reverse=True)  # type: ignore[misc]
     expected = service.recall("alice", "豆豆", options=RecallOptions(k=10, reinforce=False, include_documents=False,
-                                                                    max_tokens=10**9))
+                                                                    max_context_tokens=10**9))
     assert [it.key for it in found][:1] == [expected[0].id]  # the same ranking as the agent's recall
     kyoto = store.search(("memories", "alice"), query="Kyoto April", limit=1)
     assert [it.key for it in kyoto] == ["trip"]
