@@ -2,7 +2,9 @@
 
 A run names its user in ``context`` (``graph.invoke(..., context={"user_id": "alice"})``) or, for servers
 that only forward ``config`` (LangServe, older LangGraph clients), in ``config["configurable"]["user_id"]``.
-``resolve_context`` merges the two in one place so every node sees the same answer.
+``resolve_context`` merges the two in one place so every node sees the same answer. A user the server
+authenticated (``configurable.langgraph_auth_user_id``, set by ``langgraph dev``/Platform auth and by
+``mneme serve``, never taken from a client) wins over both.
 """
 
 from __future__ import annotations
@@ -64,7 +66,8 @@ def _coerce(name: str, value: Any) -> Any:
 
 
 def resolve_context(context: Context | Mapping[str, Any] | None, config: Mapping[str, Any] | None) -> Context:
-    """The run's settings: ``context`` first, then ``config["configurable"]`` for what it leaves unset.
+    """The run's settings: ``context`` first, then ``config["configurable"]`` for what it leaves unset;
+    the authenticated user (``configurable.langgraph_auth_user_id``) over any ``user_id`` either names.
 
     Raises ``InvalidTenantError`` with a clear message when neither names a valid user.
     """
@@ -85,6 +88,8 @@ def resolve_context(context: Context | Mapping[str, Any] | None, config: Mapping
                 overrides[name] = _coerce(name, configurable[name])
             except (TypeError, ValueError) as exc:
                 raise InvalidInputError(f"configurable {name}={configurable[name]!r}: {exc}") from exc
+    if configurable.get("langgraph_auth_user_id"):
+        overrides["user_id"] = str(configurable["langgraph_auth_user_id"])
     if overrides:
         ctx = replace(ctx, **overrides)
     if not ctx.user_id:

@@ -273,6 +273,15 @@ class MemoryService:
         owned = [r.id for r in self.store.get(user_id, list(ids))]
         return self.indexed.delete(user_id, owned)
 
+    def restore(self, user_id: str, ids: Sequence[str]) -> int:
+        """Bring archived records of ``user_id`` back into recall (store and keyword index); return how many."""
+        user_id = validate_tenant(user_id)
+        archived = [r.id for r in self.store.get(user_id, list(ids)) if r.archived]
+        n = self.store.restore(user_id, archived) if archived else 0
+        if archived:
+            self.keyword.set_archived(archived, False)
+        return n
+
     def close(self) -> None:
         """Close the store and the keyword index."""
         self.indexed.close()

@@ -41,6 +41,20 @@ class Settings:
     """MNEME_MAX_REQUEST_MESSAGES: most messages one HTTP request may carry."""
     max_body_bytes: int = 1_000_000
     """MNEME_MAX_BODY_BYTES: largest HTTP request body; refused (413) before it is read or parsed."""
+    keys_file: Path | None = None
+    """MNEME_KEYS_FILE: the API key file (hashes only); default ``$MNEME_DATA_DIR/keys.sqlite3``."""
+    jwt_secret: str | None = None
+    """MNEME_JWT_SECRET: accept HS256 JWTs signed with this secret."""
+    jwt_public_key: str | None = None
+    """MNEME_JWT_PUBLIC_KEY: accept RS256/ES256 JWTs verified by this PEM public key (the PEM text or a file path)."""
+    jwks_file: Path | None = None
+    """MNEME_JWKS_FILE: accept RS256/ES256 JWTs verified by the keys of this JWKS (JSON) file, chosen by ``kid``."""
+    jwt_audience: str | None = None
+    """MNEME_JWT_AUDIENCE: required ``aud`` of every JWT (unset: ``aud`` is not checked)."""
+    jwt_issuer: str | None = None
+    """MNEME_JWT_ISSUER: required ``iss`` of every JWT (unset: ``iss`` is not checked)."""
+    jwt_user_claim: str = "sub"
+    """MNEME_JWT_USER_CLAIM: the claim that names the user."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -72,7 +86,19 @@ class Settings:
             openai_api_key=(env.get("OPENAI_API_KEY") or "").strip() or None,
             openai_base_url=(env.get("OPENAI_BASE_URL") or "").strip() or None,
             chat_model=(env.get("MNEME_CHAT_MODEL") or "gpt-4o-mini").strip(),
+            keys_file=_path(env, "MNEME_KEYS_FILE"),
+            jwt_secret=_text(env, "MNEME_JWT_SECRET"),
+            jwt_public_key=_text(env, "MNEME_JWT_PUBLIC_KEY"),
+            jwks_file=_path(env, "MNEME_JWKS_FILE"),
+            jwt_audience=_text(env, "MNEME_JWT_AUDIENCE"),
+            jwt_issuer=_text(env, "MNEME_JWT_ISSUER"),
+            jwt_user_claim=_text(env, "MNEME_JWT_USER_CLAIM") or "sub",
         )
+
+    @property
+    def key_path(self) -> Path:
+        """Where API key hashes are kept (``keys_file``, else under the data directory)."""
+        return self.keys_file or self.data_dir / "keys.sqlite3"
 
     @property
     def memory_only(self) -> bool:
@@ -85,3 +111,12 @@ def _positive(env: Mapping[str, str], name: str, default: int) -> int:
     if not raw.isdigit() or int(raw) < 1:
         raise ConfigurationError(f"{name} must be a whole number above 0, got {raw!r}")
     return int(raw)
+
+
+def _text(env: Mapping[str, str], name: str) -> str | None:
+    return (env.get(name) or "").strip() or None
+
+
+def _path(env: Mapping[str, str], name: str) -> Path | None:
+    value = _text(env, name)
+    return Path(value).expanduser() if value else None

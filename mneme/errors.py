@@ -8,7 +8,9 @@
     │   ├── StoreUnavailableError   the Chroma server (or other backend) cannot be reached: names the URL
     │   ├── EmbedderMismatchError   the store was built with another embedding model: names both
     │   └── StoreLockedError        another process owns the embedded data directory: use a server
-    └── ModelOutputError            a chat model returned output Mneme cannot use (after its retry)
+    ├── ModelOutputError            a chat model returned output Mneme cannot use (after its retry)
+    └── AuthenticationError         credentials are missing, malformed, expired or unknown (HTTP 401)
+        └── ForbiddenError          valid credentials that may not do this (HTTP 403)
 
 Backend exceptions are translated to these at one boundary (``mneme.memory.chroma``); users see the
 messages, so each says what happened and what to do about it.
@@ -51,3 +53,11 @@ class StoreLockedError(MemoryStoreError):
 
 class ModelOutputError(MnemeError):
     """Raised when a chat model's output cannot be used even after a retry; callers fall back, never lose data."""
+
+
+class AuthenticationError(MnemeError):
+    """Raised when a request's credentials are missing, malformed, expired or unknown; servers answer 401."""
+
+
+class ForbiddenError(AuthenticationError):
+    """Raised when valid credentials may not do this (an admin-only route); servers answer 403."""

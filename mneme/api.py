@@ -1,0 +1,143 @@
+"""The HTTP memory API (what mem0 users expect), always for the authenticated caller only.
+
+The same operations as ``mneme memories`` (``mneme.cli.memories``): list, search, delete one or all, export,
+restore from the archive. The user is the caller's verified identity (``mneme.serve.resolve_principal``); an
+admin may name another user with ``X-User-Id``. Shared documents are managed by admins only (an ``--admin``
+key or the local admin token of ``server.json``). Unknown ids and other users' ids are both 404: one user
+cannot even learn that another's record exists.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from mneme.auth import Principal
+from mneme.cli.memories import delete_memories, export_memories, list_memories, search_memories
+from mneme.memory.base import SHARED_TENANT, Kind, validate_tenant
+from mneme.memory.service import MemoryService
+
+MAX_LIST = 1000
+
+
+class SearchRequest(BaseModel):
+    """``POST /memories/search``: recall as the agent would."""
+
+    query: str = Field(min_length=1, max_length=4000, description="What to look for.")
+    k: int = Field(default=10, ge=1, le=100, description="How many results at most.")
+
+
+class DocumentRequest(BaseModel):
+    """``POST /documents``: a text to store as a (shared by default) document."""
+
+    text: str = Field(min_length=1, description="The document's text.")
+    source: str = Field(min_length=1, max_length=500, description="Its name; re-posting a source replaces it.")
+    title: str | None = Field(default=None, description="A title (default: the source).")
+    user_id: str | None = Field(default=None, description="Make it private to this user (default: shared).")
+
+
+def _principal(request: Request) -> Principal:
+    from mneme.serve import resolve_principal
+
+    return resolve_principal(request)
+
+
+def _user(principal: Annotated[Principal, Depends(_principal)]) -> str:
+    if not principal.user_id:
+        raise HTTPException(400, "missing X-User-Id header: say whose memory this request uses")
+    return principal.user_id
+
+
+def _admin(principal: Annotated[Principal, Depends(_principal)]) -> Principal:
+    if not principal.admin:
+        raise HTTPException(403, "documents are managed by an admin: an --admin API key or the local admin token")
+    return principal
+
+
+User = Annotated[str, Depends(_user)]
+Admin = Annotated[Principal, Depends(_admin)]
+
+
+def memory_router(service: MemoryService) -> APIRouter:
+    """The ``/memories`` and ``/documents`` routes over ``service`` (sync handlers: FastAPI runs them in threads)."""
+    router = APIRouter(tags=["memory"])
+
+    @router.get("/memories")
+    def list_(user: User, kind: Annotated[list[Kind] | None, Query()] = None,
+              limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = 100,
+              offset: Annotated[int, Query(ge=0)] = 0) -> dict[str, object]:
+        """The caller's records (live and archived; private documents too unless ``kind`` says), oldest first."""
+        items = list_memories(service.store, user, kind)
+        return {"user_id": user, "total": len(items), "memories": items[offset:offset + limit]}
+
+    @router.post("/memories/search")
+    def search(user: User, body: SearchRequest) -> dict[str, object]:
+        """Recall for the caller as the agent would (hybrid, re-ranked), with scores; nothing is reinforced."""
+        return {"user_id": user, "results": search_memories(service, user, body.query, k=body.k)}
+
+    @router.get("/memories/export")
+    def export(user: User) -> StreamingResponse:
+        """Everything stored for the caller, one JSON object per line."""
+        def lines() -> Iterator[str]:
+            for item in export_memories(service.store, user):
+                yield json.dumps(item, ensure_ascii=False) + "\n"
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+    @router.delete("/memories/{record_id}")
+    def delete_one(user: User, record_id: str) -> dict[str, object]:
+        """Delete one of the caller's records; 404 when the caller has none with this id."""
+        if not delete_memories(service, user, [record_id]):
+            raise HTTPException(404, f"no memory {record_id!r} of this user")
+        return {"deleted": 1, "id": record_id}
+
+    @router.delete("/memories")
+    def delete_all(user: User) -> dict[str, object]:
+        """Erase everything kept about the caller (``MemoryService.forget_user``)."""
+        return {"user_id": user, "deleted": delete_memories(service, user, None)}
+
+    @router.post("/memories/{record_id}/restore")
+    def restore(user: User, record_id: str) -> dict[str, object]:
+        """Bring an archived record of the caller back into recall; 404 when it has no such archived record."""
+        if not service.restore(user, [record_id]):
+            raise HTTPException(404, f"no archived memory {record_id!r} of this user")
+        return {"restored": 1, "id": record_id}
+
+    @router.get("/documents")
+    def list_documents(_: Admin, user_id: str | None = None) -> dict[str, object]:
+        """Shared documents (or one user's private ones), one entry per source with its chunk count."""
+        tenant = validate_tenant(user_id) if user_id else SHARED_TENANT
+        sources: dict[str, dict[str, object]] = {}
+        for record in service.store.scan(tenant, kinds=[Kind.DOCUMENT]):
+            source = str(record.metadata.get("source", ""))
+            entry = sources.setdefault(source, {"source": source, "title": record.metadata.get("title", source),
+                                                "chunks": 0, "ids": []})
+            entry["chunks"] = int(str(entry["chunks"])) + 1
+            entry["ids"].append(record.id)  # type: ignore[attr-defined]
+        return {"user_id": tenant, "documents": sorted(sources.values(), key=lambda d: str(d["source"]))}
+
+    @router.post("/documents")
+    def add_document(_: Admin, body: DocumentRequest) -> dict[str, object]:
+        """Store a document (split into chunks); shared unless ``user_id`` names its owner."""
+        tenant = validate_tenant(body.user_id) if body.user_id else SHARED_TENANT
+        ids = service.ingest_document(body.text, source=body.source, user_id=tenant, title=body.title)
+        return {"user_id": tenant, "source": body.source, "ids": ids}
+
+    @router.delete("/documents")
+    def delete_document(_: Admin, source: str, user_id: str | None = None) -> dict[str, object]:
+        """Delete every chunk of the document named ``source`` (shared, or private to ``user_id``); 404 if none."""
+        tenant = validate_tenant(user_id) if user_id else SHARED_TENANT
+        ids = [r.id for r in service.store.scan(tenant, kinds=[Kind.DOCUMENT], where={"source": source})]
+        if not ids:
+            raise HTTPException(404, f"no document {source!r}")
+        deleted = service.store.delete(tenant, ids=ids, archived=None)
+        service.keyword.delete(ids)
+        return {"user_id": tenant, "source": source, "deleted": deleted}
+
+    return router
+
