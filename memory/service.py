@@ -277,10 +277,7 @@ class MemoryService:
         """Bring archived records of ``user_id`` back into recall (store and keyword index); return how many."""
         user_id = validate_tenant(user_id)
         archived = [r.id for r in self.store.get(user_id, list(ids)) if r.archived]
-        n = self.store.restore(user_id, archived) if archived else 0
-        if archived:
-            self.keyword.set_archived(archived, False)
-        return n
+        return self.indexed.restore(user_id, archived)
 
     def close(self) -> None:
         """Close the store and the keyword index."""

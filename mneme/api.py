@@ -135,8 +135,7 @@ def memory_router(service: MemoryService) -> APIRouter:
         ids = [r.id for r in service.store.scan(tenant, kinds=[Kind.DOCUMENT], where={"source": source})]
         if not ids:
             raise HTTPException(404, f"no document {source!r}")
-        deleted = service.store.delete(tenant, ids=ids, archived=None)
-        service.keyword.delete(ids)
+        deleted = service.indexed.delete(tenant, ids)
         return {"user_id": tenant, "source": source, "deleted": deleted}
 
     return router
