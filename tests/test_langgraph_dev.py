@@ -110,3 +110,25 @@ def test_the_agent_publishes_its_context_schema(server: str) -> None:
     props = schemas["context_schema"]["properties"]
     assert {"user_id", "k", "recent_turns", "write_memory"} <= set(props)
     assert props["k"]["description"]
+
+
+def test_the_servers_store_is_mnemes_memory(server: str) -> None:
+    """langgraph.json names MnemeStore: /store shows what the agent remembered; the agent reads /store's writes."""
+    told = run(server, "我在苏州工作，我的狗叫旺财", context={"user_id": "carol"})
+    stored = set(told["memory_report"]["stored"])
+    found = httpx.post(f"{server}/store/items/search", json={"namespace_prefix": ["memories", "carol"], "limit": 50},
+                       timeout=60).json()["items"]
+    assert stored and stored <= {it["key"] for it in found}
+    assert all(it["namespace"][:2] == ["memories", "carol"] for it in found)
+    ranked = httpx.post(f"{server}/store/items/search", json={"namespace_prefix": ["memories", "carol"],
+                                                              "query": "旺财"}, timeout=60).json()["items"]
+    assert "旺财" in ranked[0]["value"]["text"] and ranked[0]["score"] >= ranked[-1]["score"]
+    others = httpx.post(f"{server}/store/items/search", json={"namespace_prefix": ["memories", "dave"]},
+                        timeout=60).json()["items"]
+    assert not any("旺财" in str(it["value"]) for it in others)
+    put = httpx.put(f"{server}/store/items", json={"namespace": ["memories", "carol", "preference"],
+                                                   "key": "tea", "value": {"text": "用户最喜欢喝乌龙茶"}}, timeout=60)
+    assert put.status_code in (200, 204), put.text
+    asked = run(server, "我喜欢喝什么茶？", context={"user_id": "carol"})
+    assert "乌龙茶" in asked["answer"]
+    assert "乌龙茶" not in run(server, "我喜欢喝什么茶？", context={"user_id": "dave"})["answer"]

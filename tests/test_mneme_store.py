@@ -259,6 +259,21 @@ def test_a_default_store_opens_the_environments_memory(tmp_path: Path, monkeypat
         store.service.close()
 
 
+def test_the_agent_reads_and_writes_the_hosts_mneme_store() -> None:
+    from mneme import build_builder
+
+    own, host = _service(), _service()
+    host.remember_turn("alice", user_text="我的狗叫旺财")
+    graph = build_builder(service=own).compile(store=MnemeStore(host))  # as langgraph dev does with langgraph.json
+    out = graph.invoke({"messages": [("user", "我搬到成都了。我的狗叫什么名字？")]}, context={"user_id": "alice"})
+    assert "旺财" in out["answer"]
+    assert out["memory_report"]["stored"] and own.store.count("alice", kinds=None) == 0
+    assert set(out["memory_report"]["stored"]) <= {r.id for r in host.store.scan("alice", kinds=None)}
+    alone = build_builder(service=own).compile().invoke({"messages": [("user", "我的狗叫什么名字？")]},
+                                                         context={"user_id": "alice"})
+    assert "旺财" not in alone["answer"]  # without a host store the graph's own memory is used
+
+
 # -- the contract against InMemoryStore, and tenancy, by property ------------------------------------
 USERS = ("alice", "bob", "张三")
 NAMESPACES = [("memories", u, *rest) for u in USERS for rest in ((), ("fact",), ("preference",), ("notes", "x"))]
