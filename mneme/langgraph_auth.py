@@ -78,9 +78,9 @@ async def owner_only(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.Filt
     if ctx.resource == "assistants" and ctx.action in ("read", "search"):
         return None
     if ctx.action in _WRITES and isinstance(value, dict):
-        metadata = dict(value.get("metadata") or {})
-        metadata[OWNER] = owner
-        value["metadata"] = metadata
+        if value.get("metadata") is None:
+            value["metadata"] = {}
+        value["metadata"][OWNER] = owner  # in place: the server keeps its own reference to this dict
     return {OWNER: owner}
 
 
