@@ -3,9 +3,9 @@
 ``create_memory_tools()`` returns LangChain tools for any tool-calling agent (e.g. LangGraph's
 ``create_react_agent``): the model decides, in the hot path, what to look up, keep or drop, beside (or
 instead of) Mneme's own writing policy. Whose memory a call touches comes from the run, never from the
-model's arguments: ``context.user_id`` (a ``Context`` or a dict), else ``configurable.user_id``, else the
-authenticated user of a LangGraph server run (``configurable.langgraph_auth_user_id``). A run with none of
-them fails with ``InvalidTenantError``.
+model's arguments: the authenticated user of a LangGraph server run (``configurable.langgraph_auth_user_id``),
+else ``context.user_id`` (a ``Context`` or a dict), else ``configurable.user_id``. A run with none of them fails
+with ``InvalidTenantError``.
 
 Search is Mneme's recall (traced as ``mneme.recall``, counted as an access); a saved memory is an item of
 ``("memories", user_id, kind)`` written through ``MnemeStore`` (redacted, indexed like the agent's);
@@ -43,21 +43,24 @@ FORGET_DESCRIPTION = "Delete one of the user's memories by its id (from search_m
 
 
 def user_of(config: RunnableConfig | None = None) -> str:
-    """The user of the current run: context, then ``configurable.user_id``, then the server's auth user."""
-    candidates: list[Any] = []
-    try:
-        runtime = get_runtime()
-    except RuntimeError:  # called outside a graph run
-        runtime = None
-    context = getattr(runtime, "context", None)
-    candidates.append(context.get("user_id") if isinstance(context, Mapping) else getattr(context, "user_id", None))
+    """The user of the current run: the server's authenticated user, else the context's, else ``configurable``'s."""
     if config is None:
         try:
             config = get_config()
         except RuntimeError:
             config = None
     configurable = (config or {}).get("configurable") or {}
-    candidates += [configurable.get("user_id"), configurable.get("langgraph_auth_user_id")]
+    try:
+        runtime = get_runtime()
+    except RuntimeError:  # called outside a graph run
+        runtime = None
+    context = getattr(runtime, "context", None)
+    # the server's authenticated user wins (as in ``resolve_context``): a client cannot claim another's id
+    candidates: list[Any] = [
+        configurable.get("langgraph_auth_user_id"),
+        context.get("user_id") if isinstance(context, Mapping) else getattr(context, "user_id", None),
+        configurable.get("user_id"),
+    ]
     user = next((c for c in candidates if isinstance(c, str) and c), None)
     if user is None:
         raise InvalidTenantError("no user id for this run: pass context={'user_id': ...} or "
