@@ -3,7 +3,8 @@
     MnemeError                      base: catch this to catch anything Mneme means to raise
     ├── ConfigurationError          a setting is missing, malformed or contradicts another
     ├── InvalidInputError           text, ids or filters a caller passed are unusable (empty, huge, hostile)
-    │   └── InvalidTenantError      a user id is missing or not a valid tenant id
+    │   ├── InvalidTenantError      a user id is missing or not a valid tenant id
+    │   └── RequestTooLargeError    a message or request is over a configured limit (HTTP 413)
     ├── MemoryStoreError            the memory backend failed; the message says what to do
     │   ├── StoreUnavailableError   the Chroma server (or other backend) cannot be reached: names the URL
     │   ├── EmbedderMismatchError   the store was built with another embedding model: names both
@@ -33,6 +34,13 @@ class InvalidInputError(MnemeError, ValueError):
 
 class InvalidTenantError(InvalidInputError):
     """Raised when a user id (tenant) is missing or malformed; no memory is read or written."""
+
+
+class RequestTooLargeError(InvalidInputError):
+    """Raised when a message or request is over a configured limit (``MNEME_MAX_MESSAGE_CHARS`` …); HTTP 413.
+
+    Nothing of the request has been stored; the message names the limit and how to change it.
+    """
 
 
 class MemoryStoreError(MnemeError):

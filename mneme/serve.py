@@ -1,27 +1,46 @@
-"""The LangServe app: the agent over HTTP at ``/agent`` (invoke, batch, stream, playground).
+"""The LangServe app: the agent over HTTP at ``/agent`` (invoke, batch, stream) and a chat page.
 
 Who is calling is decided in one place, ``resolve_identity(request)``, by the app's ``mneme.auth.Authenticator``:
 the verified API key or JWT when either is configured (then ``X-User-Id`` and the body cannot change it), else dev
-mode's ``X-User-Id`` header. The identity always overrides any ``configurable.user_id`` a client sends in the body.
+mode's ``X-User-Id`` header. The identity always overrides any ``configurable.user_id`` a client sends in the body,
+and a thread id is always scoped to its user (``mneme.threads``). What a request may carry and what a response
+holds is decided in ``mneme.http_turn``; size limits in ``mneme.limits``; the chat page in ``mneme.playground``.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, convert_to_messages
-from langchain_core.runnables import Runnable, RunnableLambda
-from pydantic import BaseModel, Discriminator, Field, Tag
+from langchain_core.runnables import Runnable
 
 from mneme.auth import DEV_MODE_WARNING, Authenticator, Principal
-from mneme.errors import AuthenticationError, ForbiddenError, InvalidInputError, InvalidTenantError, MnemeError
+from mneme.config import Settings
+from mneme.errors import (
+    AuthenticationError,
+    ForbiddenError,
+    InvalidInputError,
+    InvalidTenantError,
+    MnemeError,
+    RequestTooLargeError,
+)
+from mneme.http_turn import (
+    AUTH_CONFIGURABLE,
+    RUN_SETTINGS,
+    ChatRequest,
+    OpenAIMessage,
+    TurnOutput,
+    run_settings,
+    turn_runnable,
+)
+from mneme.limits import BodyLimitMiddleware, check_sizes, content_chars, limits_of
+from mneme.playground import add_playground
+from mneme.threads import new_thread_id, scoped_thread_id, validate_thread_id
 
 if TYPE_CHECKING:
     from mneme.memory.service import MemoryService
@@ -30,19 +49,19 @@ log = logging.getLogger(__name__)
 
 USER_HEADER = "X-User-Id"
 THREAD_HEADER = "X-Thread-Id"
-_THREAD_MAX = 128
+_BODY_KEYS = frozenset({"input", "inputs", "config", "kwargs"})
+"""Top-level fields of a LangServe request body; anything else (``"k": 1`` beside ``input``) is refused."""
+
+__all__ = ["AUTH_CONFIGURABLE", "ChatRequest", "Identity", "OpenAIMessage", "TurnOutput", "create_app",
+           "resolve_identity", "resolve_principal"]
 
 
 @dataclass(frozen=True)
 class Identity:
-    """Who is calling and in which conversation thread."""
+    """Who is calling and in which of their conversation threads (the id as the client names it)."""
 
     user_id: str
     thread_id: str
-
-
-AUTH_CONFIGURABLE = ("langgraph_auth_user", "langgraph_auth_user_id", "langgraph_auth_permissions")
-"""Configurable keys only the server sets: a client's values are dropped (see ``graph.context.resolve_context``)."""
 
 
 def resolve_principal(request: Request) -> Principal:
@@ -58,122 +77,155 @@ def resolve_principal(request: Request) -> Principal:
         raise HTTPException(400, f"{USER_HEADER}: {exc}") from exc
 
 
+def _checked_thread(thread: str) -> str:
+    try:
+        return validate_thread_id(thread) if thread else ""
+    except InvalidInputError as exc:
+        raise HTTPException(422, f"{THREAD_HEADER}: {exc}") from exc
+
+
 def resolve_identity(request: Request) -> Identity:
     """The caller's user (verified, or ``X-User-Id`` in dev mode) and thread (``X-Thread-Id``, new if absent).
 
-    Raises ``HTTPException`` 401 without valid credentials where they are required, 400 when no user is named.
+    Raises ``HTTPException`` 401 without valid credentials where they are required, 400 when no user is named,
+    422 for a malformed or over-long thread id (never truncated).
     """
     user = resolve_principal(request).user_id
     if not user:
         raise HTTPException(400, f"missing {USER_HEADER} header: say whose memory this request uses")
-    thread = (request.headers.get(THREAD_HEADER) or "").strip()[:_THREAD_MAX]
-    return Identity(user_id=user, thread_id=thread or f"http-{uuid.uuid4().hex}")
+    thread = _checked_thread((request.headers.get(THREAD_HEADER) or "").strip())
+    return Identity(user_id=user, thread_id=thread or new_thread_id())
 
 
-class OpenAIMessage(BaseModel):
-    """A message as OpenAI's API writes it: ``{"role": "user", "content": "..."}``."""
-
-    role: Literal["user", "assistant", "system", "human", "ai"]
-    content: str | list[Any]
-
-
-def _message_kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "openai" if "role" in value else str(value.get("type", "human"))
-    return str(getattr(value, "type", "human"))
-
-
-Message = Annotated[
-    Annotated[HumanMessage, Tag("human")] | Annotated[AIMessage, Tag("ai")]
-    | Annotated[SystemMessage, Tag("system")] | Annotated[OpenAIMessage, Tag("openai")],
-    Discriminator(_message_kind),
-]
+def _client_configurable(body: Any) -> dict[str, Any]:
+    """The ``config.configurable`` a client sent in a LangServe body (which LangServe itself would drop)."""
+    if not isinstance(body, dict):
+        return {}
+    unknown = sorted(set(body) - _BODY_KEYS)
+    if unknown:
+        raise InvalidInputError(
+            f"unknown field(s) {', '.join(unknown)} in the request body; run settings go in "
+            f"config.configurable ({', '.join(RUN_SETTINGS)})")
+    config = body.get("config")
+    if isinstance(config, list):
+        if any(isinstance(c, dict) and c.get("configurable") for c in config):
+            raise InvalidInputError("a batch takes its run settings from one config for all inputs, not a list")
+        return {}
+    return dict((config or {}).get("configurable") or {}) if isinstance(config, dict) else {}
 
 
-class ChatRequest(BaseModel):
-    """The agent's input: new messages of the thread, LangChain- or OpenAI-style."""
-
-    messages: list[Message] = Field(min_length=1, description="New messages; the last is the user's turn.")
-
-
-def _to_graph_input(payload: dict[str, Any]) -> dict[str, Any]:
-    """LangServe hands OpenAI-style messages over as dicts: make them LangChain messages."""
-    messages = payload.get("messages") or []
-    return {"messages": convert_to_messages(
-        [m.model_dump() if isinstance(m, OpenAIMessage) else m for m in messages])}
-
-
-def agent_runnable(graph: Runnable) -> Runnable:
-    """The graph behind the HTTP routes, typed for LangServe's validation and playground."""
-    chain = RunnableLambda(_to_graph_input, name="to_messages") | graph
-    return chain.with_types(input_type=ChatRequest)  # type: ignore[arg-type]
+def _check_body_messages(body: Any, limits: dict[str, int]) -> None:
+    """Message limits on the raw body, so stream and batch refuse with 413 before anything runs."""
+    if not isinstance(body, dict):
+        return
+    batch = body.get("inputs")
+    inputs: list[Any] = batch if isinstance(batch, list) else [body.get("input")]
+    if len(inputs) > limits["max_messages"]:
+        raise RequestTooLargeError(f"batch carries {len(inputs)} inputs; the limit is {limits['max_messages']} "
+                                   "(MNEME_MAX_REQUEST_MESSAGES)")
+    for item in inputs:
+        messages = item.get("messages") if isinstance(item, dict) else None
+        if isinstance(messages, list):
+            check_sizes([content_chars(m.get("content")) if isinstance(m, dict) else 0 for m in messages],
+                        **limits)
 
 
 def _config_modifier(
-    identity: Callable[[Request], Identity],
-) -> Callable[[dict[str, Any], Request], dict[str, Any]]:
-    def modify(config: dict[str, Any], request: Request) -> dict[str, Any]:
+    identity: Callable[[Request], Identity], limits: dict[str, int],
+) -> Callable[[dict[str, Any], Request], Awaitable[dict[str, Any]]]:
+    async def modify(config: dict[str, Any], request: Request) -> dict[str, Any]:
         who = identity(request)
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        _check_body_messages(body, limits)
         configurable = {k: v for k, v in (config.get("configurable") or {}).items() if k not in AUTH_CONFIGURABLE}
-        configurable.update(user_id=who.user_id, thread_id=who.thread_id, langgraph_auth_user_id=who.user_id)
+        configurable.update(run_settings(_client_configurable(body)))
+        configurable.update(user_id=who.user_id, thread_id=scoped_thread_id(who.user_id, who.thread_id),
+                            langgraph_auth_user_id=who.user_id)
         return {**config, "configurable": configurable}
 
     return modify
 
 
-def _default_graph() -> tuple[Runnable, MemoryService]:
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    from mneme.config import Settings
+def _graph_factory(settings: Settings) -> tuple[Callable[[Any], Runnable], MemoryService]:
+    """The environment's agent, compiled once the checkpointer is open, and its memory service."""
     from mneme.graph.graph import build_graph
     from mneme.models import load_chat_model
     from mneme.stores import open_service
 
-    settings = Settings.from_env()
     service = open_service(settings)
-    graph = build_graph(model=load_chat_model(settings), service=service, checkpointer=InMemorySaver())
-    return graph, service
+    model = load_chat_model(settings)
+
+    def build(checkpointer: Any) -> Runnable:
+        return build_graph(model=model, service=service, checkpointer=checkpointer)
+
+    return build, service
 
 
 def create_app(
     *, graph: Runnable | None = None, service: MemoryService | None = None,
     authenticator: Authenticator | None = None, identity: Callable[[Request], Identity] = resolve_identity,
-    default_user_id: str | None = None, title: str = "Mneme",
+    default_user_id: str | None = None, title: str = "Mneme", settings: Settings | None = None,
 ) -> FastAPI:
-    """A FastAPI app serving the agent at ``/agent`` (LangServe routes and ``/agent/playground/``).
+    """A FastAPI app serving the agent at ``/agent`` (LangServe invoke, batch, stream) and a chat page.
 
-    ``graph`` defaults to the environment's agent with an in-memory checkpointer (so ``X-Thread-Id``
-    keeps short-term memory); pass one compiled with a checkpointer for the same. ``service`` (the
-    environment's with the default graph) serves the memory API at ``/memories``. ``authenticator``
-    (default: the environment's keys and JWT settings) decides who the caller is; ``default_user_id``
-    names the user of dev-mode requests without ``X-User-Id`` (demos only).
+    ``graph`` defaults to the environment's agent with the settings' persistent checkpointer (SQLite under
+    ``MNEME_DATA_DIR``, or PostgreSQL), opened in the app's lifespan; a graph passed in should be compiled
+    with a checkpointer so threads keep their turns. ``service`` (the environment's with the default graph)
+    serves the memory API at ``/memories``. ``authenticator`` (default: the environment's keys and JWT
+    settings) decides who the caller is; ``default_user_id`` names the user of dev-mode requests without
+    ``X-User-Id`` (demos only). ``settings`` (default: the environment's) give the request limits.
     """
     from langserve import add_routes
 
-    owned: MemoryService | None = None
-    if graph is None:
-        graph, owned = _default_graph()
-        service = service or owned
-    if authenticator is None:
-        from mneme.config import Settings
+    from mneme.threads import aopen_checkpointer
 
-        authenticator = Authenticator.from_settings(Settings.from_env(), default_user=default_user_id)
+    settings = settings or Settings.from_env()
+    limits = limits_of(settings)
+    slot: dict[str, Runnable] = {}
+    owned: MemoryService | None = None
+    build: Callable[[Any], Runnable] | None = None
+    if graph is None:
+        build, owned = _graph_factory(settings)
+        service = service or owned
+    else:
+        slot["graph"] = graph
+    if authenticator is None:
+        authenticator = Authenticator.from_settings(settings, default_user=default_user_id)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if authenticator.dev_mode:
             log.warning(DEV_MODE_WARNING)
-        yield
-        if owned is not None:
-            owned.close()
+        try:
+            if build is None:
+                yield
+                return
+            async with aopen_checkpointer(settings) as checkpointer:
+                slot["graph"] = build(checkpointer)
+                yield
+        finally:
+            if owned is not None:
+                owned.close()
 
     app = FastAPI(title=title, description="A LangGraph agent with long-term memory.", lifespan=lifespan)
     app.state.authenticator = authenticator
-    add_routes(app, agent_runnable(graph), path="/agent", per_req_config_modifier=_config_modifier(identity))
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    add_routes(app, turn_runnable(lambda: slot["graph"], limits=limits), path="/agent",
+               per_req_config_modifier=_config_modifier(identity, limits),
+               # stream_log / stream_events would show the graph's inner state (the whole thread)
+               disabled_endpoints=["playground", "stream_log", "stream_events", "config_hashes"])
+    add_playground(app, "/agent/playground/")
     if service is not None:
         from mneme.api import memory_router
 
         app.include_router(memory_router(service))
+
+    @app.exception_handler(RequestTooLargeError)
+    async def too_large(_: Request, exc: RequestTooLargeError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=413)
 
     @app.exception_handler(InvalidInputError)
     async def invalid_input(_: Request, exc: InvalidInputError) -> JSONResponse:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -49,6 +50,11 @@ def validate_thread_id(thread_id: object) -> str:
         raise InvalidInputError(
             f"invalid thread id {thread_id[:40]!r}: use 1-{THREAD_ID_MAX} letters, digits or _ . @ : + -")
     return thread_id
+
+
+def new_thread_id() -> str:
+    """A fresh thread id for a conversation the client did not name."""
+    return f"t-{uuid.uuid4().hex}"
 
 
 def scoped_thread_id(user_id: str, thread_id: str) -> str:
