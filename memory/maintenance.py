@@ -1,10 +1,11 @@
 """Maintenance: apply the forgetting policy to what is stored (``mneme gc``).
 
 For every tenant: live memories whose retention and importance have fallen below the policy's
-thresholds move to the archive (kept, restorable with ``restore``, not recalled by default); episodic
+thresholds move to the archive (kept, restorable with ``mneme memories restore``, not recalled); episodic
 turns past their TTL and archived memories past the archive's TTL are deleted. Facts and preferences
-are never deleted by age. Documents are not touched. ``dry_run`` reports the same counts and changes
-nothing.
+are never deleted by age. Documents are not touched. The report lists every record it archives or
+deletes with the reason (retention, idle days, the threshold crossed); ``dry_run`` reports the same and
+changes nothing.
 
 Each decision is made from one record's own fields at ``now`` and applied per batch, so a run can be
 interrupted and re-run safely, and runs beside a serving app (with a Chroma server; an embedded data
@@ -17,8 +18,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from mneme.memory.base import MEMORY_KINDS, validate_tenant
-from mneme.memory.forgetting import decide
+from mneme.clock import to_iso
+from mneme.memory.base import MEMORY_KINDS, MemoryRecord, validate_tenant
+from mneme.memory.forgetting import DAY, ForgettingPolicy, decide, retention
 from mneme.memory.service import MemoryService
 
 BATCH = 500
@@ -36,10 +38,31 @@ class GcReport:
     archived: int = 0
     expired: int = 0
     by_kind: dict[str, dict[str, int]] = field(default_factory=dict)
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    """One entry per record archived or deleted: id, user, kind, action, reason, ISO times."""
 
     def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready view."""
-        return dict(self.__dict__)
+        """A JSON-ready view; times as ISO-8601 UTC."""
+        return {**self.__dict__, "now": to_iso(self.now), "changes": list(self.changes)}
+
+
+def explain(record: MemoryRecord, verdict: str, now: float, policy: ForgettingPolicy) -> dict[str, Any]:
+    """Why ``decide`` archives or expires ``record``: the figures it compared, in words and as an entry."""
+    last = record.last_accessed if record.last_accessed is not None else record.created_at
+    idle = max(0.0, (now - last) / DAY)
+    if record.archived:
+        reason = f"archived and idle {idle:.0f} days (>= {policy.archive_ttl_days:g})"
+    else:
+        r = retention(record, now, policy)
+        if verdict == "expire":
+            reason = (f"retention {r:.3f} < {policy.expire_threshold:g} and idle {idle:.0f} days "
+                      f"(>= {policy.episodic_ttl_days:g})")
+        else:
+            reason = f"retention {r:.3f} < {policy.archive_threshold:g}"
+    return {"id": record.id, "user_id": record.user_id, "kind": str(record.kind),
+            "action": "delete" if verdict == "expire" else "archive", "reason": reason,
+            "importance": round(record.importance, 3), "created_at": to_iso(record.created_at),
+            "last_accessed": to_iso(last)}
 
 
 def run_gc(service: MemoryService, *, now: float | None = None, dry_run: bool = False,
@@ -60,8 +83,10 @@ def run_gc(service: MemoryService, *, now: float | None = None, dry_run: bool = 
                 by_kind.setdefault(str(record.kind), Counter())[verdict] += 1
                 if verdict == "archive" and not archived:
                     to_archive.append(record.id)
+                    report.changes.append(explain(record, verdict, now, service.forgetting))
                 elif verdict == "expire":
                     to_expire.append(record.id)
+                    report.changes.append(explain(record, verdict, now, service.forgetting))
                 else:
                     report.kept += 1
         report.archived += len(to_archive)

@@ -273,11 +273,20 @@ class MemoryService:
         owned = [r.id for r in self.store.get(user_id, list(ids))]
         return self.indexed.delete(user_id, owned)
 
-    def restore(self, user_id: str, ids: Sequence[str]) -> int:
-        """Bring archived records of ``user_id`` back into recall (store and keyword index); return how many."""
+    def restore(self, user_id: str, ids: Sequence[str], *, now: float | None = None) -> list[str]:
+        """Bring archived records of ``user_id`` back into recall; return the ids restored.
+
+        A restored memory counts as used now (last access reset), so the next ``gc`` does not archive it
+        again at once. Ids that are live already, unknown or another user's are left out of the result.
+        """
         user_id = validate_tenant(user_id)
         archived = [r.id for r in self.store.get(user_id, list(ids)) if r.archived]
-        return self.indexed.restore(user_id, archived)
+        if not archived:
+            return []
+        self.indexed.restore(user_id, archived)
+        now = self.clock() if now is None else now
+        self.store.update_metadata(user_id, {rid: {"last_accessed": now} for rid in archived})
+        return archived
 
     def close(self) -> None:
         """Close the store and the keyword index."""

@@ -284,6 +284,9 @@ def test_eval_memorybank_command_writes_json(tmp_path: Path, memorybank_files: t
     assert set(result["by_category"]) == {"fact", "hobby"}
     assert result["latency_ms"]["p95"] >= result["latency_ms"]["p50"] > 0
     assert not (tmp_path / "data").exists()  # evaluation never touches the user's data dir
+    # not a terminal: no progress bar, one summary line per phase on stderr
+    assert "eval memorybank: replay: 5 turns in " in proc.stderr and "\r" not in proc.stderr
+    assert "eval memorybank: recall: 4 questions in " in proc.stderr
 
 
 @pytest.mark.slow
@@ -318,3 +321,16 @@ def test_bench_store_reports_both_modes_and_the_cost_of_another_process_write(tm
         assert 0 < result["search_p50_ms"] <= result["search_p95_ms"] <= result["search_max_ms"]
     assert "search_after_other_process_write_p50_ms" not in embedded
     assert 0 < server["search_after_other_process_write_p50_ms"] <= server["search_after_other_process_write_p95_ms"]
+
+
+@pytest.mark.slow
+def test_bench_store_command_prints_json_like_the_other_benches(tmp_path: Path) -> None:
+    out = tmp_path / "store.json"
+    proc = subprocess.run([MNEME, "bench", "store", "--memories", "300", "--mode", "embedded", "--queries", "20",
+                           "--json", str(out)], env=clean_env(tmp_path), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result == json.loads(out.read_text(encoding="utf-8"))
+    assert result["mode"] == "embedded" and result["memories"] == 300 and result["queries"] == 20
+    assert result["search_p95_ms"] >= result["search_p50_ms"] > 0 and result["add_records_per_s"] > 0
+    assert "bench store (embedded): add: 300 memories in " in proc.stderr

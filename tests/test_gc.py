@@ -146,7 +146,7 @@ def test_a_new_value_for_an_archived_fact_keeps_its_history(service: MemoryServi
 
 
 @pytest.mark.slow
-def test_gc_cli_dry_run_prints_json_counts(tmp_path: Path) -> None:
+def test_gc_cli_dry_run_lists_ids_and_reasons(tmp_path: Path) -> None:
     from mneme.embeddings import load_embedder
     from mneme.stores import open_service
 
@@ -162,14 +162,31 @@ def test_gc_cli_dry_run_prints_json_counts(tmp_path: Path) -> None:
         service.close()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MNEME_"))}
     env["MNEME_DATA_DIR"] = str(data)
-    proc = subprocess.run([MNEME, "gc", "--dry-run", "--now", "2030-01-01"], env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run([MNEME, "gc", "--dry-run", "--now", "2030-01-01", "--json"], env=env,
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert report["dry_run"] is True and report["now"] == datetime(2030, 1, 1, tzinfo=UTC).timestamp()
+    assert report["dry_run"] is True and report["now"] == "2030-01-01T00:00:00+00:00"
     assert report["tenants"] == 1 and report["scanned"] == before
     assert report["expired"] >= 1 and report["archived"] >= 1  # the walk expires, the city fact archives
     assert report["archived"] + report["expired"] + report["kept"] == before
+    # every change is listed with its id, what would happen and why, times as ISO
+    changes = report["changes"]
+    assert len(changes) == report["archived"] + report["expired"]
+    actions = {c["kind"]: c["action"] for c in changes}
+    assert actions["episodic"] == "delete" and actions["fact"] == "archive"
+    for change in changes:
+        assert change["user_id"] == "u1" and change["id"]
+        assert "retention" in change["reason"] and change["last_accessed"].startswith("2025-01-01T")
+    (fact,) = [c for c in changes if c["kind"] == "fact"]
+    assert fact["reason"].endswith("< 0.1")
+
+    text = subprocess.run([MNEME, "gc", "--dry-run", "--now", "2030-01-01", "-u", "u1"], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("gc (dry run) at 2030-01-01T00:00:00+00:00: 1 user(s)")
+    for change in changes:  # the lines for people name the same ids and reasons
+        assert change["id"] in text.stdout and change["reason"] in text.stdout
 
     bad = subprocess.run([MNEME, "gc", "--now", "next tuesday"], env=env, capture_output=True, text=True,
                          timeout=300)

@@ -116,7 +116,7 @@ def test_search_finds_the_current_city(env: dict[str, str]) -> None:
 def test_other_users_see_nothing_and_delete_all_erases(env: dict[str, str]) -> None:
     assert listed(env, "u2") == []
     assert json.loads(mneme(env, "memories", "search", "--user", "u2", "北京", "--json").stdout) == []
-    proc = mneme(env, "memories", "delete", "--user", "u1", "--all")
-    assert "deleted 5 record(s) of u1" in proc.stderr
+    proc = mneme(env, "memories", "delete", "--user", "u1", "--all", "--yes")
+    assert "erased everything of u1: 5 records" in proc.stderr
     assert listed(env, "u1") == []
     assert json.loads(mneme(env, "memories", "search", "--user", "u1", "北京 上海", "--json").stdout) == []

@@ -24,7 +24,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--user", "-u", required=True, help="whose memories to use (a user id)")
     p.add_argument("--thread", "-t", default=None,
                    help="conversation thread id (default: a new one); threads share long-term memory")
-    p.add_argument("-k", type=int, default=None, help="how many memories and documents to recall")
+    p.add_argument("-k", "--k", type=int, default=None, help="how many memories and documents to recall")
     p.add_argument("--no-write", action="store_true", help="do not store this conversation as memory")
     p.set_defaults(func=run)
 

@@ -7,6 +7,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from mneme.evaluation.harness import add_json_option
+
 
 def _ks(text: str) -> list[int]:
     try:
@@ -29,11 +31,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     mb.add_argument("history", type=Path)
     mb.add_argument("qa", type=Path)
     for p in (lo, mb):
-        p.add_argument("--k", type=_ks, default=[1, 5, 10, 25], help="cut-offs, e.g. 1,5,10,25")
+        p.add_argument("-k", "--k", type=_ks, default=[1, 5, 10, 25], help="cut-offs, e.g. 1,5,10,25")
         p.add_argument("--no-forgetting", action="store_true", help="rank without the forgetting curve")
         p.add_argument("--store", choices=["chroma", "memory"], default="chroma",
                        help="a temporary embedded Chroma (default) or the in-process store")
-        p.add_argument("--json", dest="json_out", type=Path, help="also write the figures to this file")
+        add_json_option(p)
         p.set_defaults(func=_run)
 
 
@@ -51,14 +53,21 @@ def _run(args: Any) -> int:
         conversations = load_locomo(args.file, include_adversarial=args.include_adversarial)
     else:
         conversations = load_memorybank(args.history, args.qa)
+    from mneme.cli.progress import Progress
+
     embedder = load_embedder("use-m3")
     with tempfile.TemporaryDirectory(prefix="mneme-eval-") as tmp:
         store: Any = InProcessStore(embedder) if args.store == "memory" else open_chroma_store(
             data_dir=Path(tmp), embedder=embedder, prefix="eval")
         service = MemoryService(store, keyword=KeywordIndex(Path(tmp) / "kw.sqlite3"), clock=FixedClock(0))
+        turns = sum(len(c.exchanges) for c in conversations)
+        questions = sum(len(c.questions) for c in conversations)
         try:
-            writes = replay(service, conversations)
-            result = evaluate(service, conversations, ks=args.k, forgetting=not args.no_forgetting)
+            with Progress(f"eval {args.dataset}: replay", total=turns, unit="turn") as bar:
+                writes = replay(service, conversations, progress=bar.update)
+            with Progress(f"eval {args.dataset}: recall", total=questions, unit="question") as bar:
+                result = evaluate(service, conversations, ks=args.k, forgetting=not args.no_forgetting,
+                                  progress=bar.update)
         finally:
             service.close()
     result = {"dataset": args.dataset, "conversations": len(conversations), "writes": writes, **result}

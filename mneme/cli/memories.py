@@ -1,7 +1,8 @@
-"""``mneme memories``: an administrator's view of one user's memories: list, search, delete, export.
+"""``mneme memories``: an administrator's view of one user's data: list, search, delete, restore, export.
 
-The handlers are thin; the work is in ``list_memories``, ``search_memories``, ``delete_memories`` and
-``export_memories``, which take a store so they can be reused (and tested) without the CLI.
+The handlers are thin: the work is in ``mneme.admin`` (``MemoryAdmin``), which this command opens on the
+configured store. Lines for people by default, JSON with ``--json`` (export is always JSON lines).
+``delete --all`` asks first on a terminal and needs ``--yes`` otherwise; an unknown id is an error.
 """
 
 from __future__ import annotations
@@ -9,81 +10,64 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Sequence
 from typing import Any
 
-from mneme.memory.base import SHARED_TENANT, Kind, MemoryStore, validate_tenant
-from mneme.memory.records import record_to_json
-from mneme.memory.service import MemoryService, RecallOptions
+from mneme.admin import MemoryAdmin
+from mneme.errors import InvalidInputError
+from mneme.memory.base import Kind, validate_tenant
 
 
-def list_memories(store: MemoryStore, user_id: str, kinds: Sequence[Kind] | None = None) -> list[dict[str, Any]]:
-    """Every record of ``user_id`` (live and archived, documents included unless ``kinds``), oldest first."""
-    records = store.scan(validate_tenant(user_id), kinds=kinds, archived=None)
-    return [record_to_json(r) for r in sorted(records, key=lambda r: (r.created_at, r.id))]
-
-
-def export_memories(store: MemoryStore, user_id: str) -> Iterator[dict[str, Any]]:
-    """Everything stored for ``user_id``, one JSON-ready dict per record (for JSON lines)."""
-    yield from list_memories(store, user_id)
-
-
-def search_memories(service: MemoryService, user_id: str, query: str, *, k: int = 10) -> list[dict[str, Any]]:
-    """Recall for ``user_id`` as the agent would (hybrid, re-ranked; no reinforcement), with scores."""
-    options = RecallOptions(k=k, reinforce=False, max_context_tokens=10**9)
-    items = service.recall(validate_tenant(user_id), query, options=options)
-    records = {r.id: r for r in service.store.get(user_id, [it.id for it in items])}
-    shared = {r.id: r for r in service.store.get(SHARED_TENANT, [it.id for it in items if it.id not in records])}
-    out = []
-    for it in items:
-        rec = records.get(it.id) or shared.get(it.id)
-        if rec is not None:
-            out.append({**record_to_json(rec), "score": round(it.score, 4), "signals": it.as_dict()["signals"]})
-    return out
-
-
-def delete_memories(service: MemoryService, user_id: str, ids: Sequence[str] | None = None) -> int:
-    """Delete these records of ``user_id``, or with ``ids=None`` everything: memories, archive, documents."""
-    user_id = validate_tenant(user_id)
-    return service.forget_user(user_id) if ids is None else service.delete(user_id, ids)
+def _user(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-u", "--user", required=True, help="the user id")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Add ``memories list|search|delete|export``."""
-    parser = subparsers.add_parser("memories", help="list, search, delete or export one user's memories")
+    """Add ``memories list|search|delete|restore|export``."""
+    parser = subparsers.add_parser("memories", help="list, search, delete, restore or export one user's memories")
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
-    listing = sub.add_parser("list", help="list a user's memories")
-    listing.add_argument("--user", required=True, help="the user id")
+    listing = sub.add_parser("list", help="list a user's memories (live and archived)")
+    _user(listing)
     listing.add_argument("--kind", action="append", choices=[k.value for k in Kind],
                          help="only this kind (repeatable)")
     listing.add_argument("--json", action="store_true", help="print a JSON array")
     listing.set_defaults(func=_list)
 
-    search = sub.add_parser("search", help="search a user's memories")
+    search = sub.add_parser("search", help="search a user's memories as the agent would")
     search.add_argument("query")
-    search.add_argument("--user", required=True, help="the user id")
-    search.add_argument("--k", type=int, default=10, help="how many results (default 10)")
+    _user(search)
+    search.add_argument("-k", "--k", type=int, default=10, help="how many results (default 10)")
     search.add_argument("--json", action="store_true", help="print a JSON array")
     search.set_defaults(func=_search)
 
     delete = sub.add_parser("delete", help="delete some or all of a user's memories")
-    delete.add_argument("--user", required=True, help="the user id")
+    _user(delete)
     which = delete.add_mutually_exclusive_group(required=True)
-    which.add_argument("--id", dest="ids", action="append", help="a record id (repeatable)")
-    which.add_argument("--all", action="store_true", help="everything: memories, archive and private documents")
+    which.add_argument("--id", dest="ids", action="append", help="a record id (repeatable); unknown ids are an error")
+    which.add_argument("--all", action="store_true", help="everything kept about the user (see the README)")
+    delete.add_argument("-y", "--yes", action="store_true", help="do not ask before --all (needed without a terminal)")
+    delete.add_argument("--json", action="store_true", help="print what was deleted as JSON")
     delete.set_defaults(func=_delete)
 
+    restore = sub.add_parser("restore", help="bring archived memories back into recall")
+    _user(restore)
+    restore.add_argument("--id", dest="ids", action="append", required=True,
+                         help="an archived record id (repeatable)")
+    restore.add_argument("--json", action="store_true", help="print the restored ids as JSON")
+    restore.set_defaults(func=_restore)
+
     export = sub.add_parser("export", help="print everything stored for a user as JSON lines")
-    export.add_argument("--user", required=True, help="the user id")
+    _user(export)
     export.set_defaults(func=_export)
 
 
-def _open() -> MemoryService:
+def open_admin() -> MemoryAdmin:
+    """The admin interface on the configured store."""
+    from mneme.admin import LocalAdmin
     from mneme.config import Settings
     from mneme.stores import open_service
 
-    return open_service(Settings.from_env())
+    return LocalAdmin(open_service(Settings.from_env()))
 
 
 def _print_items(items: list[dict[str, Any]], as_json: bool) -> None:
@@ -97,40 +81,78 @@ def _print_items(items: list[dict[str, Any]], as_json: bool) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    service = _open()
+    admin = open_admin()
     try:
         kinds = [Kind(k) for k in args.kind] if args.kind else None
-        _print_items(list_memories(service.store, args.user, kinds), args.json)
+        _print_items(admin.list_memories(args.user, kinds), args.json)
     finally:
-        service.close()
+        admin.close()
     return 0
 
 
 def _search(args: argparse.Namespace) -> int:
-    service = _open()
+    admin = open_admin()
     try:
-        _print_items(search_memories(service, args.user, args.query, k=args.k), args.json)
+        _print_items(admin.search(args.user, args.query, k=args.k), args.json)
     finally:
-        service.close()
+        admin.close()
     return 0
 
 
+def confirm_erase(user: str, *, assume_yes: bool) -> None:
+    """Ask on a terminal before erasing a user; without one, only ``--yes`` lets it through."""
+    if assume_yes:
+        return
+    if not sys.stdin.isatty():
+        raise InvalidInputError(f"delete --all erases everything kept about {user}: pass --yes to confirm "
+                                f"(there is no terminal to ask)")
+    answer = input(f"Erase everything Mneme keeps about {user}? Type the user id to confirm: ")
+    if answer.strip() != user:
+        raise InvalidInputError("not confirmed; nothing was deleted")
+
+
 def _delete(args: argparse.Namespace) -> int:
-    service = _open()
+    user = validate_tenant(args.user)
+    if args.all:
+        confirm_erase(user, assume_yes=args.yes)
+    admin = open_admin()
     try:
-        count = delete_memories(service, args.user, None if args.all else args.ids)
+        if args.all:
+            removed = admin.erase(user)
+            result: dict[str, Any] = {"user_id": user, "erased": removed}
+        else:
+            result = {"user_id": user, "deleted": admin.delete(user, args.ids)}
     finally:
-        service.close()
-    print(f"deleted {count} record(s) of {args.user}", file=sys.stderr)
+        admin.close()
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+    elif args.all:
+        parts = ", ".join(f"{n} {what}" for what, n in result["erased"].items())
+        print(f"erased everything of {user}: {parts}", file=sys.stderr)
+    else:
+        print(f"deleted {len(result['deleted'])} record(s) of {user}: {' '.join(result['deleted'])}", file=sys.stderr)
+    return 0
+
+
+def _restore(args: argparse.Namespace) -> int:
+    user = validate_tenant(args.user)
+    admin = open_admin()
+    try:
+        restored = admin.restore(user, args.ids)
+    finally:
+        admin.close()
+    if args.json:
+        print(json.dumps({"user_id": user, "restored": restored}, ensure_ascii=False))
+    else:
+        print(f"restored {len(restored)} record(s) of {user} into recall: {' '.join(restored)}", file=sys.stderr)
     return 0
 
 
 def _export(args: argparse.Namespace) -> int:
-    service = _open()
+    admin = open_admin()
     try:
-        for item in export_memories(service.store, args.user):
+        for item in admin.export(args.user):
             sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
     finally:
-        service.close()
+        admin.close()
     return 0
-

@@ -12,12 +12,13 @@ import random
 import resource
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from mneme.clock import FixedClock
-from mneme.evaluation.harness import emit, percentile
+from mneme.evaluation.harness import add_json_option, emit, percentile
 from mneme.memory.base import Kind, MemoryRecord
 
 _ZH_SUBJECTS = ["我", "我妈妈", "我的同事", "我朋友小王", "我们团队", "我女儿", "我男朋友", "我的老板"]
@@ -43,7 +44,8 @@ def synthetic_text(rng: random.Random) -> str:
 
 
 def run_retrieval_bench(n: int, *, tenants: int = 100, share: float = 0.01, queries: int = 200,
-                        mode: str = "embedded", seed: int = 7, batch: int = 512) -> dict[str, Any]:
+                        mode: str = "embedded", seed: int = 7, batch: int = 512,
+                        progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Build ``n`` memories, time ``queries`` recalls for the measured tenant, and return the figures."""
     from mneme.embeddings import load_embedder
     from mneme.memory.chroma import open_chroma_store
@@ -72,6 +74,8 @@ def run_retrieval_bench(n: int, *, tenants: int = 100, share: float = 0.01, quer
             vectors = embedder.embed([r.text for r in records])
             records = [replace(r, embedding=v) for r, v in zip(records, vectors, strict=True)]
             service.indexed.add(records)
+            if progress:
+                progress(len(records))
         ingest_s = time.perf_counter() - t0
         opts = RecallOptions(k=10, include_documents=False, reinforce=False)
         qs = [synthetic_text(rng)[:30] for _ in range(queries)]
@@ -99,11 +103,14 @@ def register_retrieval(sub: Any) -> None:
                    help="fraction of the memories owned by the measured tenant (default 0.01; 1 = all)")
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--mode", choices=["embedded", "memory"], default="embedded")
-    p.add_argument("--json", dest="json_out", help="also write the figures to this file")
+    add_json_option(p)
 
     def handler(args: Any) -> int:
-        result = run_retrieval_bench(args.memories, tenants=args.tenants, share=args.share,
-                                     queries=args.queries, mode=args.mode)
+        from mneme.cli.progress import Progress
+
+        with Progress("bench retrieval: ingest", total=args.memories, unit="memory") as bar:
+            result = run_retrieval_bench(args.memories, tenants=args.tenants, share=args.share,
+                                         queries=args.queries, mode=args.mode, progress=bar.update)
         emit(result, args.json_out)
         return 0
 

@@ -13,7 +13,6 @@ reloads the changed rows, the price of answering from the same data in every pro
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 import statistics
@@ -21,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from mneme.evaluation.harness import add_json_option, emit
 from mneme.memory.base import MEMORY_KINDS, EmbedderInfo, MemoryRecord, MemoryStore
 from mneme.memory.chroma import open_chroma_store
 
@@ -141,6 +141,7 @@ def _store(mode: str, workdir: Path, embedder: RandomEmbedder, url: str | None) 
 def run_store_bench(
     n: int, mode: str = "embedded", *, tenants: int = 100, queries: int = 200, k: int = 10, dim: int = 512,
     batch: int = 1000, seed: int = 0, workdir: Path | None = None, url: str | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Add ``n`` memories over ``tenants`` users, then time ``queries`` searches of one user; return figures.
 
@@ -169,6 +170,8 @@ def run_store_bench(
             began = time.perf_counter()
             store.add(records)
             add_seconds += time.perf_counter() - began
+            if progress:
+                progress(size)
         probes = _unit(rng, queries + 10, dim)
         for probe in probes[:10]:  # warm caches and load indexes before timing
             store.search("user-000", probe, k=k)
@@ -225,23 +228,19 @@ def register_bench(subparsers: argparse._SubParsersAction) -> None:  # type: ign
     parser.add_argument("--queries", type=int, default=200, help="timed searches (default 200)")
     parser.add_argument("--mode", choices=["embedded", "server", "both"], default="both")
     parser.add_argument("--url", help="use this running Chroma server for server mode")
-    parser.add_argument("--json", dest="json_out", metavar="OUT", help="also write the figures to this file")
+    add_json_option(parser)
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from mneme.cli.progress import Progress
+
     modes = ["embedded", "server"] if args.mode == "both" else [args.mode]
     results = []
     for mode in modes:
-        result = run_store_bench(args.memories, mode, tenants=args.tenants, queries=args.queries, url=args.url)
-        results.append(result)
-        print(f"{mode:>8}: {result['memories']:,} memories  add {result['add_records_per_s']:,.0f} rec/s  "
-              f"search p50 {result['search_p50_ms']:.1f} ms  p95 {result['search_p95_ms']:.1f} ms  "
-              f"(target p95 <= {TARGET_P95_MS:.0f} ms: {'ok' if result['meets_target'] else 'MISSED'})", flush=True)
-        if "search_after_other_process_write_p50_ms" in result:
-            print(f"{'':>8}  search right after another process wrote to the same user: "
-                  f"p50 {result['search_after_other_process_write_p50_ms']:.1f} ms  "
-                  f"p95 {result['search_after_other_process_write_p95_ms']:.1f} ms", flush=True)
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        with Progress(f"bench store ({mode}): add", total=args.memories, unit="memory") as bar:
+            results.append(run_store_bench(args.memories, mode, tenants=args.tenants, queries=args.queries,
+                                           url=args.url, progress=bar.update))
+    # one JSON document like every other bench: an object for one mode, a list for both
+    emit(results[0] if len(results) == 1 else results, args.json_out)
     return 0

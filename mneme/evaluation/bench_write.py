@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mneme.evaluation.harness import emit, percentile
+from mneme.evaluation.harness import add_json_option, emit, percentile
 from mneme.memory.writing import _BENCH_TURNS, bench_plan_turn
 
 
-def run_write_bench(n: int = 500) -> dict[str, Any]:
+def run_write_bench(n: int = 500, *, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Time the writing policy and whole turn writes; return the figures."""
     from mneme.clock import FixedClock
     from mneme.embeddings import load_embedder
@@ -41,6 +42,8 @@ def run_write_bench(n: int = 500) -> dict[str, Any]:
             service.remember_turn(f"user-{i % 20}", user_text=f"{user} #{i}", assistant_text=assistant,
                                   thread_id="bench")
             turn_ms.append((time.perf_counter() - start) * 1000.0)
+            if progress:
+                progress(1)
         service.close()
     return {
         "turns": n,
@@ -54,10 +57,13 @@ def register_write(sub: Any) -> None:
     """Add ``mneme bench write``."""
     p = sub.add_parser("write", help="time the writing policy and whole turn writes (no model)")
     p.add_argument("--turns", type=int, default=500)
-    p.add_argument("--json", dest="json_out", help="also write the figures to this file")
+    add_json_option(p)
 
     def handler(args: Any) -> int:
-        result = run_write_bench(args.turns)
+        from mneme.cli.progress import Progress
+
+        with Progress("bench write", total=args.turns, unit="turn") as bar:
+            result = run_write_bench(args.turns, progress=bar.update)
         emit(result, args.json_out)
         return 0
 

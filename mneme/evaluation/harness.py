@@ -32,11 +32,14 @@ def percentile(values: Sequence[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def emit(result: Any, json_out: str | Path | None = None) -> None:
-    """Print figures as JSON (and write them to ``json_out`` when given): what eval and bench commands output."""
+def emit(result: Any, json_out: str | Path | bool | None = None) -> None:
+    """Print figures as JSON (and write them to ``json_out`` when it is a path): what eval and bench commands output.
+
+    ``json_out`` is the value of a ``--json [FILE]`` option: ``True`` (the bare flag) or ``None`` only prints.
+    """
     text = json.dumps(result, ensure_ascii=False, indent=2)
     print(text, flush=True)
-    if json_out:
+    if json_out and not isinstance(json_out, bool):
         Path(json_out).write_text(text + "\n", encoding="utf-8")
 
 
@@ -58,7 +61,8 @@ def replay(service: MemoryService, conversations: Sequence[Conversation],
 
 
 def evaluate(service: MemoryService, conversations: Sequence[Conversation], *, ks: Sequence[int] = (1, 5, 10, 25),
-             forgetting: bool = True, options: RecallOptions | None = None) -> dict[str, Any]:
+             forgetting: bool = True, options: RecallOptions | None = None,
+             progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Ask every question of every conversation and report recall@k, by category, latency and isolation."""
     ks = sorted(set(ks))
     kmax = max(ks)
@@ -76,6 +80,8 @@ def evaluate(service: MemoryService, conversations: Sequence[Conversation], *, k
             t0 = time.perf_counter()
             items = service.recall(conv.tenant, q.text, options=options, now=conv.asked_at)
             latencies.append((time.perf_counter() - t0) * 1000.0)
+            if progress:
+                progress(1)
             own_prefix = f"{conv.tenant}/"
             violations += sum(1 for it in items if any(not t.startswith(own_prefix) for t in it.source_turns))
             if not q.evidence:
@@ -102,3 +108,9 @@ def evaluate(service: MemoryService, conversations: Sequence[Conversation], *, k
         "isolation_violations": violations,
         "forgetting": forgetting,
     }
+
+
+def add_json_option(parser: Any) -> None:
+    """``--json [FILE]`` for a figures command: print the figures as JSON (always), and also write FILE if given."""
+    parser.add_argument("--json", dest="json_out", nargs="?", const=True, default=None, metavar="FILE",
+                        help="print the figures as JSON (the default output) and also write them to FILE if given")
