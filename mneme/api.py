@@ -1,6 +1,6 @@
 """The HTTP memory API (what mem0 users expect), always for the authenticated caller only.
 
-The same operations as ``mneme memories`` (``mneme.cli.memories``): list, search, delete one or all, export,
+The same operations as ``mneme memories`` (``mneme.admin.LocalAdmin``): list, search, delete one or all, export,
 restore from the archive. The user is the caller's verified identity (``mneme.serve.resolve_principal``); an
 admin may name another user with ``X-User-Id``. Shared documents are managed by admins only (an ``--admin``
 key or the local admin token of ``server.json``). Unknown ids and other users' ids are both 404: one user
@@ -17,8 +17,9 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
+from mneme.admin import LocalAdmin
 from mneme.auth import Principal
-from mneme.cli.memories import delete_memories, export_memories, list_memories, search_memories
+from mneme.errors import InvalidInputError
 from mneme.memory.base import SHARED_TENANT, Kind, validate_tenant
 from mneme.memory.service import MemoryService
 
@@ -66,25 +67,26 @@ Admin = Annotated[Principal, Depends(_admin)]
 def memory_router(service: MemoryService) -> APIRouter:
     """The ``/memories`` and ``/documents`` routes over ``service`` (sync handlers: FastAPI runs them in threads)."""
     router = APIRouter(tags=["memory"])
+    admin = LocalAdmin(service)  # the same operations as ``mneme memories``
 
     @router.get("/memories")
     def list_(user: User, kind: Annotated[list[Kind] | None, Query()] = None,
               limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = 100,
               offset: Annotated[int, Query(ge=0)] = 0) -> dict[str, object]:
         """The caller's records (live and archived; private documents too unless ``kind`` says), oldest first."""
-        items = list_memories(service.store, user, kind)
+        items = admin.list_memories(user, kind)
         return {"user_id": user, "total": len(items), "memories": items[offset:offset + limit]}
 
     @router.post("/memories/search")
     def search(user: User, body: SearchRequest) -> dict[str, object]:
         """Recall for the caller as the agent would (hybrid, re-ranked), with scores; nothing is reinforced."""
-        return {"user_id": user, "results": search_memories(service, user, body.query, k=body.k)}
+        return {"user_id": user, "results": admin.search(user, body.query, k=body.k)}
 
     @router.get("/memories/export")
     def export(user: User) -> StreamingResponse:
         """Everything stored for the caller, one JSON object per line."""
         def lines() -> Iterator[str]:
-            for item in export_memories(service.store, user):
+            for item in admin.export(user):
                 yield json.dumps(item, ensure_ascii=False) + "\n"
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
@@ -92,14 +94,17 @@ def memory_router(service: MemoryService) -> APIRouter:
     @router.delete("/memories/{record_id}")
     def delete_one(user: User, record_id: str) -> dict[str, object]:
         """Delete one of the caller's records; 404 when the caller has none with this id."""
-        if not delete_memories(service, user, [record_id]):
-            raise HTTPException(404, f"no memory {record_id!r} of this user")
+        try:
+            admin.delete(user, [record_id])
+        except InvalidInputError:
+            raise HTTPException(404, f"no memory {record_id!r} of this user") from None
         return {"deleted": 1, "id": record_id}
 
     @router.delete("/memories")
     def delete_all(user: User) -> dict[str, object]:
         """Erase everything kept about the caller (``MemoryService.forget_user``)."""
-        return {"user_id": user, "deleted": delete_memories(service, user, None)}
+        erased = admin.erase(user)
+        return {"user_id": user, "deleted": erased["records"], "erased": erased}
 
     @router.post("/memories/{record_id}/restore")
     def restore(user: User, record_id: str) -> dict[str, object]:
