@@ -126,3 +126,22 @@ def test_the_tools_work_async(agent: Any, script: ToolScript, service: MemorySer
 
     found = json.loads(str(asyncio.run(run())[-1].content))
     assert found and found[0]["text"] == "用户的猫叫豆豆"
+
+
+def test_the_readmes_hot_path_example_keeps_the_models_choice_and_the_policys(script: ToolScript,
+                                                                              service: MemoryService) -> None:
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- hot-path-example -->\s*```python\n(.*?)```", readme, re.S)
+    assert block is not None
+    namespace: dict[str, Any] = {}
+    exec(compile(block.group(1), "README.md", "exec"), namespace)  # noqa: S102 - the README's own example
+    script.next_call = ("save_memory", {"content": "用户对花生过敏", "kind": "fact"})
+    graph = namespace["build_hot_path_agent"](FakeChatModel(handler=script), service)
+    graph.invoke({"messages": [("user", "记住：我对花生过敏，我住在成都")]}, context={"user_id": "alice"})
+    records = list(service.store.scan("alice", kinds=None))
+    assert any(r.text == "用户对花生过敏" and r.metadata.get("store_key") for r in records)  # the model's choice
+    assert any(r.kind == Kind.EPISODIC and "花生" in r.text for r in records)  # Mneme's policy, same turn
+    assert service.store.count("bob", kinds=None) == 0
