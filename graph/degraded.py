@@ -3,7 +3,12 @@
 A turn goes on without a failed dependency and says so: ``State.degraded`` holds stable English labels
 (the HTTP ``degraded`` field; clients may match on them), and the reply carries the label in the user's
 language (``mneme.prompts.degraded``). The first node of a turn starts the list afresh; later nodes add
-to it with ``add``. Labels are a fixed vocabulary, defined here.
+to it with ``add``. Labels are a fixed vocabulary (``mneme.prompts.degraded``):
+
+- ``MODEL_UNAVAILABLE``: the chat model failed (down, timed out, 5xx): the answer is the memory-only reply.
+- ``STORE_UNAVAILABLE``: recall failed (Chroma down or frozen): the answer is given without recall.
+- ``REWRITE_FAILED``: the rewrite call failed: recall searched with the message as written.
+- ``EXTRACTION_FAILED``: the extraction call failed: the turn was stored by the no-model path.
 """
 
 from __future__ import annotations
@@ -11,14 +16,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-MODEL_UNAVAILABLE = "model unavailable: answering from memory"
-"""The chat model failed (down, timed out, 5xx, unusable output): the answer is the memory-only reply."""
-STORE_UNAVAILABLE = "memory store unavailable: answering without recall"
-"""Recall failed (Chroma down or frozen): the answer is given without memories or documents."""
-REWRITE_FAILED = "query rewrite unavailable: searching with the message as written"
-"""The rewrite model call failed: recall searched with the user's message unchanged."""
-EXTRACTION_FAILED = "memory extraction unavailable: facts taken by patterns"
-"""The extraction model call failed: the turn was stored with the no-model writing path."""
+from mneme.prompts import is_chinese
+from mneme.prompts.degraded import (
+    DEGRADED_LINES,
+    EXTRACTION_FAILED,
+    MODEL_UNAVAILABLE,
+    REWRITE_FAILED,
+    STORE_UNAVAILABLE,
+)
+
+__all__ = ["EXTRACTION_FAILED", "MODEL_UNAVAILABLE", "REWRITE_FAILED", "STORE_UNAVAILABLE", "add", "fresh",
+           "reply_lines"]
 
 
 def add(state: Mapping[str, Any], *labels: str) -> dict[str, list[str]]:
@@ -30,3 +38,9 @@ def add(state: Mapping[str, Any], *labels: str) -> dict[str, list[str]]:
 def fresh(*labels: str) -> dict[str, list[str]]:
     """The state update that starts a turn's ``degraded`` list (the turn's first node returns it)."""
     return {"degraded": list(dict.fromkeys(labels))}
+
+
+def reply_lines(labels: list[str], message: str, *, skip: tuple[str, ...] = ()) -> list[str]:
+    """The lines a reply starts with for ``labels``, in the language of ``message``."""
+    language = "zh" if is_chinese(message) else "en"
+    return [DEGRADED_LINES[label][language] for label in labels if label in DEGRADED_LINES and label not in skip]

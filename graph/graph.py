@@ -26,6 +26,7 @@ from mneme.graph.context import Context
 from mneme.graph.state import InputState, State
 from mneme.memory.base import Embedder, MemoryStore
 from mneme.memory.service import MemoryService
+from mneme.model_calls import ModelCaller, ModelPolicy
 
 GRAPH_NAME = "mneme"
 
@@ -67,19 +68,24 @@ def _node(func: Callable[..., Any], afunc: Callable[..., Any], **deps: Any) -> R
 def build_builder(
     *, model: BaseChatModel | None = None, service: MemoryService | None = None,
     store: MemoryStore | None = None, embedder: Embedder | None = None, clock: Clock | None = None,
+    model_policy: ModelPolicy | None = None,
 ) -> StateGraph[State, Context, InputState, State]:
     """The uncompiled graph, for callers that add nodes or compile with their own options.
 
     Memory comes from ``service``, else a service over ``store``, else an in-process store over
     ``embedder``, else the store the environment configures. ``model=None`` is memory-only mode.
+    ``model_policy`` sets the model calls' deadlines and retries (default: from the model's own timeout).
     """
     svc = _service(service, store, embedder, clock)
+    caller = ModelCaller(model, model_policy) if model is not None else None
     builder = StateGraph(State, context_schema=Context, input_schema=InputState)
-    builder.add_node("rewrite_query", _node(nodes.rewrite_query_sync, nodes.rewrite_query, model=model))
+    builder.add_node("rewrite_query",
+                     _node(nodes.rewrite_query_sync, nodes.rewrite_query, model=model, caller=caller))
     builder.add_node("retrieve", _node(nodes.retrieve_sync, nodes.retrieve, service=svc))
-    builder.add_node("generate", _node(nodes.generate_sync, nodes.generate, model=model, clock=svc.clock))
+    builder.add_node("generate", _node(nodes.generate_sync, nodes.generate, model=model, clock=svc.clock,
+                                       caller=caller))
     builder.add_node("write_memory",
-                     _node(nodes.write_memory_sync, nodes.write_memory, service=svc, model=model))
+                     _node(nodes.write_memory_sync, nodes.write_memory, service=svc, model=model, caller=caller))
     builder.add_edge(START, "rewrite_query")
     builder.add_edge("rewrite_query", "retrieve")
     builder.add_edge("retrieve", "generate")
@@ -92,9 +98,11 @@ def build_graph(
     *, model: BaseChatModel | None = None, service: MemoryService | None = None,
     store: MemoryStore | None = None, embedder: Embedder | None = None,
     checkpointer: BaseCheckpointSaver | None = None, clock: Clock | None = None,
+    model_policy: ModelPolicy | None = None,
 ) -> CompiledStateGraph[State, Context, InputState, State]:
-    """The compiled Mneme agent (see ``build_builder`` for where memory comes from)."""
-    builder = build_builder(model=model, service=service, store=store, embedder=embedder, clock=clock)
+    """The compiled Mneme agent (see ``build_builder`` for where memory comes from and ``model_policy``)."""
+    builder = build_builder(model=model, service=service, store=store, embedder=embedder, clock=clock,
+                            model_policy=model_policy)
     return builder.compile(checkpointer=checkpointer, name=GRAPH_NAME)
 
 

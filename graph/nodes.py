@@ -21,10 +21,12 @@ from langgraph.runtime import Runtime
 
 from mneme import tracing
 from mneme.clock import Clock, system_clock, to_iso
+from mneme.errors import InvalidInputError, ModelUnavailableError
 from mneme.graph import degraded
 from mneme.graph.context import Context, resolve_context, thread_id_of
 from mneme.graph.state import State
 from mneme.memory.service import MemoryService, Recalled, WriteReport
+from mneme.model_calls import ModelCaller
 from mneme.prompts import (
     GENERATE_SYSTEM,
     MEMORY_ONLY_ITEM,
@@ -104,36 +106,60 @@ def _expand_without_model(message: str, history: list[BaseMessage]) -> str:
     return message
 
 
-def _rewritten(out: BaseMessage, fallback: str) -> dict[str, Any]:
-    return {"query": text_of(out).strip().strip("\"'“”").strip() or fallback, **degraded.fresh()}
+def _rewritten(out: BaseMessage, fallback: str, attempts: int) -> dict[str, Any]:
+    return {"query": text_of(out).strip().strip("\"'“”").strip() or fallback, **degraded.fresh(),
+            "model_attempts": attempts}
+
+
+def _attempts(exc: Exception) -> int:
+    """Requests a failed call sent: ``ModelUnavailableError`` counts them; any other failure was one reply."""
+    return exc.attempts if isinstance(exc, ModelUnavailableError) else 1
+
+
+def _unrewritten(fallback: str, exc: Exception) -> dict[str, Any]:
+    # a failed rewrite must not cost the user their answer: search with the message as written
+    if not isinstance(exc, ModelUnavailableError):
+        log.warning("query rewrite failed (%s: %s); using the message as is", type(exc).__name__, exc)
+    return {"query": fallback, **degraded.fresh(degraded.REWRITE_FAILED), "model_attempts": _attempts(exc)}
+
+
+def _caller(model: BaseChatModel, caller: ModelCaller | None) -> ModelCaller:
+    return caller if caller is not None and caller.model is model else ModelCaller(model)
 
 
 async def rewrite_query(
-    state: State, config: RunnableConfig, runtime: Runtime[Context], *, model: BaseChatModel | None
+    state: State, config: RunnableConfig, runtime: Runtime[Context], *, model: BaseChatModel | None,
+    caller: ModelCaller | None = None,
 ) -> dict[str, Any]:
-    """Turn the latest message into a standalone query; the model runs only when there is history."""
+    """Turn the latest message into a standalone query; the model runs only when there is history.
+
+    Starts the turn's ``degraded`` list and model attempt count.
+    """
     fallback, prompt = _rewrite_plan(state, resolve_context(runtime.context, config), model)
     if prompt is None or model is None:
-        return {"query": fallback, **degraded.fresh()}
+        return {"query": fallback, **degraded.fresh(), "model_attempts": 0}
     try:
-        return _rewritten(await model.with_config(tags=[NOSTREAM]).ainvoke(prompt, config), fallback)
-    except Exception:  # a failed rewrite must not cost the user their answer
-        log.warning("query rewrite failed; using the message as is", exc_info=True)
-        return {"query": fallback, **degraded.fresh(degraded.REWRITE_FAILED)}
+        out, attempts = await _caller(model, caller).ainvoke(
+            "rewrite", prompt, config, model=model.with_config(tags=[NOSTREAM]))
+    except Exception as exc:  # noqa: BLE001 - whatever the model did, the turn goes on
+        return _unrewritten(fallback, exc)
+    return _rewritten(out, fallback, attempts)
 
 
 def rewrite_query_sync(
-    state: State, config: RunnableConfig, runtime: Runtime[Context], *, model: BaseChatModel | None
+    state: State, config: RunnableConfig, runtime: Runtime[Context], *, model: BaseChatModel | None,
+    caller: ModelCaller | None = None,
 ) -> dict[str, Any]:
     """Sync twin of ``rewrite_query``."""
     fallback, prompt = _rewrite_plan(state, resolve_context(runtime.context, config), model)
     if prompt is None or model is None:
-        return {"query": fallback, **degraded.fresh()}
+        return {"query": fallback, **degraded.fresh(), "model_attempts": 0}
     try:
-        return _rewritten(model.with_config(tags=[NOSTREAM]).invoke(prompt, config), fallback)
-    except Exception:
-        log.warning("query rewrite failed; using the message as is", exc_info=True)
-        return {"query": fallback, **degraded.fresh(degraded.REWRITE_FAILED)}
+        out, attempts = _caller(model, caller).invoke(
+            "rewrite", prompt, config, model=model.with_config(tags=[NOSTREAM]))
+    except Exception as exc:  # noqa: BLE001 - whatever the model did, the turn goes on
+        return _unrewritten(fallback, exc)
+    return _rewritten(out, fallback, attempts)
 
 
 # -- retrieve ---------------------------------------------------------------------------------------
@@ -154,16 +180,30 @@ def _recalled(items: list[Recalled]) -> dict[str, Any]:
     return {"recalled": out}
 
 
+def _unrecalled(state: State, exc: Exception, user_id: str) -> dict[str, Any]:
+    # the store is down or frozen: answer without recall, and say so
+    log.warning("recall failed for user %s; answering without recall: %s: %s", user_id, type(exc).__name__, exc)
+    return {"recalled": [], **degraded.add(state, degraded.STORE_UNAVAILABLE)}
+
+
 async def retrieve(
     state: State, config: RunnableConfig, runtime: Runtime[Context], *, service: MemoryService
 ) -> dict[str, Any]:
-    """Recall the user's memories and documents for the query, with the run's recall options."""
+    """Recall the user's memories and documents for the query, with the run's recall options.
+
+    A failing store is a degraded turn (answered without recall), never an error; bad input still raises.
+    """
     ctx = resolve_context(runtime.context, config)
     query = state.get("query", "")
     if not query.strip():
         return {"recalled": []}
-    return _recalled(await tracing.arecall(memory_of(runtime, service), ctx.user_id, query,
-                                           options=ctx.to_recall_options()))
+    try:
+        return _recalled(await tracing.arecall(memory_of(runtime, service), ctx.user_id, query,
+                                               options=ctx.to_recall_options()))
+    except InvalidInputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any store failure: the turn goes on without recall
+        return _unrecalled(state, exc, ctx.user_id)
 
 
 def retrieve_sync(
@@ -174,8 +214,13 @@ def retrieve_sync(
     query = state.get("query", "")
     if not query.strip():
         return {"recalled": []}
-    return _recalled(tracing.recall(memory_of(runtime, service), ctx.user_id, query,
-                                    options=ctx.to_recall_options()))
+    try:
+        return _recalled(tracing.recall(memory_of(runtime, service), ctx.user_id, query,
+                                        options=ctx.to_recall_options()))
+    except InvalidInputError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        return _unrecalled(state, exc, ctx.user_id)
 
 
 # -- generate ----------------------------------------------------------------------------------------
@@ -197,36 +242,70 @@ def _generate_plan(state: State, ctx: Context, model: BaseChatModel | None,
     return None, [SystemMessage(system), *recent_history(state["messages"], ctx.recent_turns), latest]
 
 
-def _answered(answer: str) -> dict[str, Any]:
-    return {"answer": answer, "messages": [AIMessage(content=answer)]}
+def _answered(state: State, answer: str, attempts: int = 0, labels: tuple[str, ...] = (),
+              streamed: BaseMessage | None = None) -> dict[str, Any]:
+    """The answer, with the lines of this turn's user-visible degradations on top (in the user's language).
+
+    An answer kept as the model ``streamed`` it keeps that message's id, so a stream shows it once.
+    """
+    marks = degraded.add(state, *labels)
+    message = text_of(latest_user_message(state["messages"]))
+    lines = degraded.reply_lines(marks["degraded"], message, skip=(degraded.MODEL_UNAVAILABLE,))
+    answer = "\n".join([*lines, answer]) if lines else answer
+    kept_id = streamed.id if streamed is not None and not lines else None
+    reply = AIMessage(content=answer, id=kept_id) if kept_id else AIMessage(content=answer)
+    return {"answer": answer, "messages": [reply], **marks,
+            "model_attempts": int(state.get("model_attempts") or 0) + attempts}
+
+
+def _answered_from_memory(state: State, exc: Exception) -> dict[str, Any]:
+    if not isinstance(exc, ModelUnavailableError):
+        log.warning("the chat model's answer failed (%s: %s); answering from memory", type(exc).__name__, exc)
+    reply = memory_only_reply(text_of(latest_user_message(state["messages"])).strip(), state.get("recalled") or [],
+                              label=degraded.MODEL_UNAVAILABLE)
+    return _answered(state, reply, _attempts(exc), (degraded.MODEL_UNAVAILABLE,))
 
 
 async def generate(
     state: State, config: RunnableConfig, runtime: Runtime[Context], *,
-    model: BaseChatModel | None, clock: Clock = system_clock,
+    model: BaseChatModel | None, clock: Clock = system_clock, caller: ModelCaller | None = None,
 ) -> dict[str, Any]:
-    """Answer from the recalled items (as tagged data) and recent turns; memory-only mode reports them."""
+    """Answer from the recalled items (as tagged data) and recent turns; memory-only mode reports them.
+
+    A model that is down, times out or fails gives the memory-only reply, labelled, never an error.
+    """
     answer, prompt = _generate_plan(state, resolve_context(runtime.context, config), model, clock)
     if prompt is None or model is None:
-        return _answered(answer or "")
-    return _answered(text_of(await model.ainvoke(prompt, config)))
+        return _answered(state, answer or "")
+    try:
+        out, attempts = await _caller(model, caller).ainvoke("answer", prompt, config)
+    except Exception as exc:  # noqa: BLE001 - a failed model call is a degraded answer, never an error
+        return _answered_from_memory(state, exc)
+    return _answered(state, text_of(out), attempts, streamed=out)
 
 
 def generate_sync(
     state: State, config: RunnableConfig, runtime: Runtime[Context], *,
-    model: BaseChatModel | None, clock: Clock = system_clock,
+    model: BaseChatModel | None, clock: Clock = system_clock, caller: ModelCaller | None = None,
 ) -> dict[str, Any]:
     """Sync twin of ``generate``."""
     answer, prompt = _generate_plan(state, resolve_context(runtime.context, config), model, clock)
     if prompt is None or model is None:
-        return _answered(answer or "")
-    return _answered(text_of(model.invoke(prompt, config)))
+        return _answered(state, answer or "")
+    try:
+        out, attempts = _caller(model, caller).invoke("answer", prompt, config)
+    except Exception as exc:  # noqa: BLE001 - a failed model call is a degraded answer, never an error
+        return _answered_from_memory(state, exc)
+    return _answered(state, text_of(out), attempts, streamed=out)
 
 
-def memory_only_reply(message: str, recalled: list[dict[str, Any]]) -> str:
-    """The reply without a chat model: a labelled list of what was recalled, in the user's language."""
+def memory_only_reply(message: str, recalled: list[dict[str, Any]], *, label: str | None = None) -> str:
+    """The reply without a chat model: a labelled list of what was recalled, in the user's language.
+
+    ``label`` names a degradation (``MODEL_UNAVAILABLE``) whose line replaces the memory-only mode label.
+    """
     texts = reply_texts(message)
-    lines = [texts["label"]]
+    lines = degraded.reply_lines([label], message) if label else [texts["label"]]
     memories = [r for r in recalled if r.get("source") != "document"]
     documents = [r for r in recalled if r.get("source") == "document"]
     for heading, items in ((texts["memories"], memories), (texts["documents"], documents)):
@@ -253,16 +332,30 @@ def _write_plan(state: State, ctx: Context, model: BaseChatModel | None,
     if not user_text:
         return {"stored": [], "skipped": "empty"}, {}
     # Memory-only replies only echo what was recalled: storing them would nest old memories in new ones.
-    answer = state.get("answer", "") if model is not None else ""
+    from_memory = model is None or degraded.MODEL_UNAVAILABLE in (state.get("degraded") or [])
+    answer = "" if from_memory else state.get("answer", "")
     return None, {
         "user_text": user_text, "assistant_text": answer, "thread_id": thread_id_of(config),
         "turn_ids": [m.id for m in messages[-2:] if m.id], "model": model,
     }
 
 
-def _reported(report: WriteReport) -> dict[str, Any]:
-    return {"memory_report": {"stored": list(report.stored), "skipped": report.skipped,
-                              "redactions": dict(report.redactions), "model_calls": report.model_calls}}
+def _bounded(kwargs: dict[str, Any], caller: ModelCaller | None) -> dict[str, Any]:
+    """Route the extraction call through the model policy (deadline, cool-down, no retry of a dead model)."""
+    model = kwargs.get("model")
+    if model is not None:
+        kwargs["model"] = _caller(model, caller).bounded("extraction")
+    return kwargs
+
+
+def _reported(state: State, report: WriteReport) -> dict[str, Any]:
+    attempts = int(state.get("model_attempts") or 0) + report.model_calls
+    out: dict[str, Any] = {"memory_report": {
+        "stored": list(report.stored), "skipped": report.skipped, "redactions": dict(report.redactions),
+        "model_calls": attempts}, "model_attempts": attempts}
+    if report.fallback:
+        out.update(degraded.add(state, degraded.EXTRACTION_FAILED))
+    return out
 
 
 def _failed(exc: Exception, user_id: str) -> dict[str, Any]:
@@ -272,7 +365,7 @@ def _failed(exc: Exception, user_id: str) -> dict[str, Any]:
 
 async def write_memory(
     state: State, config: RunnableConfig, runtime: Runtime[Context], *,
-    service: MemoryService, model: BaseChatModel | None,
+    service: MemoryService, model: BaseChatModel | None, caller: ModelCaller | None = None,
 ) -> dict[str, Any]:
     """Remember the turn; never raises into the reply (failures are logged and reported)."""
     ctx = resolve_context(runtime.context, config)
@@ -280,14 +373,15 @@ async def write_memory(
     if done is not None:
         return {"memory_report": done}
     try:
-        return _reported(await tracing.aremember_turn(memory_of(runtime, service), ctx.user_id, **kwargs))
+        return _reported(state, await tracing.aremember_turn(memory_of(runtime, service), ctx.user_id,
+                                                             **_bounded(kwargs, caller)))
     except Exception as exc:  # memory is best effort: the user already has their answer
         return _failed(exc, ctx.user_id)
 
 
 def write_memory_sync(
     state: State, config: RunnableConfig, runtime: Runtime[Context], *,
-    service: MemoryService, model: BaseChatModel | None,
+    service: MemoryService, model: BaseChatModel | None, caller: ModelCaller | None = None,
 ) -> dict[str, Any]:
     """Sync twin of ``write_memory``."""
     ctx = resolve_context(runtime.context, config)
@@ -295,6 +389,7 @@ def write_memory_sync(
     if done is not None:
         return {"memory_report": done}
     try:
-        return _reported(tracing.remember_turn(memory_of(runtime, service), ctx.user_id, **kwargs))
+        return _reported(state, tracing.remember_turn(memory_of(runtime, service), ctx.user_id,
+                                                      **_bounded(kwargs, caller)))
     except Exception as exc:
         return _failed(exc, ctx.user_id)

@@ -29,4 +29,6 @@ class State(InputState, total=False):
     degraded: list[str]
     """Labels of what failed this turn and how the turn went on without it ("model unavailable: answering
     from memory"); empty when nothing did. Reset by the turn's first node; add with ``graph.degraded.add``."""
+    model_attempts: int
+    """Chat model requests sent this turn (retries included; 0 while the model cools down); reset each turn."""
 

@@ -30,6 +30,7 @@ import contextlib
 import fcntl
 import functools
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -48,6 +49,7 @@ from chromadb.api.models.Collection import Collection
 from chromadb.config import Settings as ChromaSettings
 from chromadb.errors import ChromaError, NotFoundError
 
+from mneme.deadlines import DeadlineExceeded, call_with_deadline
 from mneme.errors import (
     ConfigurationError,
     EmbedderMismatchError,
@@ -97,6 +99,7 @@ WRITE_BATCH = 1000
 _NEW, _OLD = "__reindex", "__old"
 
 P = ParamSpec("P")
+logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
@@ -868,15 +871,35 @@ def _open_embedded(root: Path) -> _Embedded:
     return _Embedded(client=client, lock_file=lock_file)
 
 
-def _http_client(url: str) -> ClientAPI:
+DEFAULT_HTTP_TIMEOUT = 10.0
+"""Seconds a Chroma server may stay silent on one request before the call fails (``MNEME_CHROMA_TIMEOUT``)."""
+
+
+def _http_client(url: str, timeout: float | None = None) -> ClientAPI:
+    """A client for the server at ``url`` whose every request gives up after ``timeout`` seconds of silence.
+
+    Chroma's HTTP client has no timeout setting (its httpx session waits for ever), so a frozen server would
+    hold a turn for as long as it stays frozen: the session's timeout is set here, and opening (which already
+    talks to the server) runs under the same deadline.
+    """
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise ConfigurationError(f"a Chroma URL must look like http://host:port, got {url!r}")
     port = parsed.port or (443 if parsed.scheme == "https" else 8000)
+    seconds = DEFAULT_HTTP_TIMEOUT if timeout is None else timeout
     with translate_errors(url, "connect", remote=True):
-        return chromadb.HttpClient(
-            host=parsed.hostname, port=port, ssl=parsed.scheme == "https", settings=chroma_settings()
-        )
+        try:
+            client = call_with_deadline(lambda: chromadb.HttpClient(
+                host=parsed.hostname or "", port=port, ssl=parsed.scheme == "https", settings=chroma_settings()
+            ), seconds, what="opening the Chroma client")
+        except DeadlineExceeded as exc:
+            raise StoreUnavailableError(unavailable_message(url, exc)) from exc
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):
+        session.timeout = httpx.Timeout(seconds, connect=min(seconds, 5.0))
+    else:  # a chromadb without the attribute: say so once instead of silently waiting for ever
+        logger.warning("could not set a timeout on the Chroma HTTP client (chromadb %s)", chromadb.__version__)
+    return client
 
 
 @contextmanager
@@ -907,15 +930,17 @@ def open_chroma_store(
     prefix: str = "mneme",
     allow_embedder_mismatch: bool = False,
     cache_rows: int | None = None,
+    timeout: float | None = None,
 ) -> ChromaStore:
     """Open the store at ``data_dir`` (embedded, under ``data_dir/chroma``) or on the server at ``url``.
 
     ``cache_rows`` bounds the search cache (``Settings.cache_rows``; ``0`` turns it off, ``None``: the default).
+    ``timeout``: seconds a server may stay silent on one request (``Settings.chroma_timeout``; server mode).
     """
     if (data_dir is None) == (url is None):
         raise ConfigurationError("give exactly one of a data directory (embedded Chroma) or a Chroma URL")
     if url is not None:
-        client = _http_client(url)
+        client = _http_client(url, timeout)
         try:
             return ChromaStore(client, embedder, prefix=prefix, allow_embedder_mismatch=allow_embedder_mismatch,
                                location=url, remote=True, on_close=lambda: _close_quietly(client),

@@ -31,7 +31,7 @@ from typing import Any, Literal, TypeVar
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from mneme.errors import ModelOutputError
+from mneme.errors import ModelOutputError, ModelUnavailableError
 from mneme.prompts.writing import (
     FACT_EXTRACTION_SYSTEM,
     RETRY_NOTE,
@@ -636,6 +636,9 @@ def invoke_structured(
             # the extraction is not part of the reply: keep its tokens out of a graph's message stream
             runnable = model.with_structured_output(schema).with_config(tags=["nostream"])
             return _coerce(runnable.invoke(attempt_messages), schema), attempt
+        except ModelUnavailableError as exc:  # unreachable or timed out: asking again would only wait again
+            _log_failure(what, schema, 2, exc)
+            raise ModelUnavailableError(f"{what}: {exc}", attempts=attempt - 1 + exc.attempts) from exc
         except Exception as exc:  # noqa: BLE001 - any model or parser failure gets the same retry
             _log_failure(what, schema, attempt, exc)
             if attempt == 2:
@@ -654,6 +657,9 @@ async def ainvoke_structured(
             # the extraction is not part of the reply: keep its tokens out of a graph's message stream
             runnable = model.with_structured_output(schema).with_config(tags=["nostream"])
             return _coerce(await runnable.ainvoke(attempt_messages), schema), attempt
+        except ModelUnavailableError as exc:  # unreachable or timed out: asking again would only wait again
+            _log_failure(what, schema, 2, exc)
+            raise ModelUnavailableError(f"{what}: {exc}", attempts=attempt - 1 + exc.attempts) from exc
         except Exception as exc:  # noqa: BLE001
             _log_failure(what, schema, attempt, exc)
             if attempt == 2:

@@ -150,7 +150,11 @@ class MemoryService:
         ranked = rank(candidates, opts, now=now, window=window, forgetting=self.forgetting)
         out = select(ranked, opts, embed=self.store.embedder.embed)
         if opts.reinforce:
-            self.reinforce(user_id, [it.id for it in out if it.source == "memory"], now=now)
+            try:  # a side write: recall answers even when it fails (disk full, store read-only)
+                self.reinforce(user_id, [it.id for it in out if it.source == "memory"], now=now)
+            except Exception as exc:  # noqa: BLE001
+                logger.warning("recall: could not reinforce the recalled memories of %s: %s: %s", user_id,
+                               type(exc).__name__, exc)
         return out
 
     async def arecall(self, user_id: str, query: str, *, options: RecallOptions | None = None,

@@ -278,7 +278,7 @@ def _finish(draft: _Draft, out: TurnMemoryOutput | None, policy: WritePolicy) ->
 
 
 def _failed(draft: _Draft, exc: ModelOutputError) -> None:
-    draft.plan.model_calls = 2
+    draft.plan.model_calls = getattr(exc, "attempts", 2)  # an unreachable model is not asked twice
     draft.plan.fallback, draft.plan.fallback_reason = True, str(exc)[:300]
     logger.warning("turn memory: falling back to the no-model path (%s)", str(exc)[:300])
 

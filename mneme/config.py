@@ -33,6 +33,10 @@ class Settings:
     """MNEME_CHAT_MODEL: the chat model's name at that endpoint."""
     cache_rows: int = 200_000
     """MNEME_VECTOR_CACHE_ROWS: rows of the in-process search cache (``0``: off, search asks Chroma every time)."""
+    model_timeout: float = 60.0
+    """MNEME_MODEL_TIMEOUT: seconds the chat model may take to answer (rewrite gets 1/4, extraction 1/2)."""
+    chroma_timeout: float = 10.0
+    """MNEME_CHROMA_TIMEOUT: seconds a Chroma server may stay silent on one request before it counts as down."""
     postgres_url: str | None = None
     """MNEME_POSTGRES_URL: PostgreSQL for conversation threads (shared by several servers); unset: SQLite."""
     max_message_chars: int = 32_000
@@ -74,6 +78,8 @@ class Settings:
         if postgres and not postgres.startswith(("postgresql://", "postgres://")):
             raise ConfigurationError("MNEME_POSTGRES_URL must look like postgresql://user@host:port/dbname")
         return cls(
+            model_timeout=_seconds(env, "MNEME_MODEL_TIMEOUT", 60.0),
+            chroma_timeout=_seconds(env, "MNEME_CHROMA_TIMEOUT", 10.0),
             cache_rows=int(raw_rows),
             postgres_url=postgres,
             max_message_chars=_positive(env, "MNEME_MAX_MESSAGE_CHARS", 32_000),
@@ -120,3 +126,17 @@ def _text(env: Mapping[str, str], name: str) -> str | None:
 def _path(env: Mapping[str, str], name: str) -> Path | None:
     value = _text(env, name)
     return Path(value).expanduser() if value else None
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    """A timeout setting in seconds (0 < s <= 3600), with a message naming the variable when malformed."""
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 3600:
+        raise ConfigurationError(f"{name} must be a number of seconds between 0 and 3600, got {raw!r}")
+    return value

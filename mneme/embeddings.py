@@ -44,10 +44,13 @@ class USEEmbedder:
 class OpenAIEmbedder:
     """OpenAI (or compatible) embeddings through ``langchain-openai``; used only when configured."""
 
-    def __init__(self, model: str, *, dimension: int | None = None, **kwargs: Any) -> None:
+    def __init__(self, model: str, *, dimension: int | None = None, timeout: float = 30.0, max_retries: int = 1,
+                 **kwargs: Any) -> None:
         from langchain_openai import OpenAIEmbeddings
 
-        self._client = OpenAIEmbeddings(model=model, check_embedding_ctx_length=False, **kwargs)
+        # Explicit: the SDK's default would wait for ever on a hanging endpoint (and retry twice).
+        self._client = OpenAIEmbeddings(model=model, check_embedding_ctx_length=False, timeout=timeout,
+                                        max_retries=max_retries, **kwargs)
         dim = dimension or {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072}.get(model, 0)
         self._info = EmbedderInfo(name=f"openai:{model}", dimension=dim)
 

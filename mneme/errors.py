@@ -10,6 +10,7 @@
     │   ├── EmbedderMismatchError   the store was built with another embedding model: names both
     │   └── StoreLockedError        another process owns the embedded data directory: use a server
     ├── ModelOutputError            a chat model returned output Mneme cannot use (after its retry)
+    │   └── ModelUnavailableError   the chat model could not be reached, timed out or failed (5xx): answer without it
     └── AuthenticationError         credentials are missing, malformed, expired or unknown (HTTP 401)
         └── ForbiddenError          valid credentials that may not do this (HTTP 403)
 
@@ -69,3 +70,15 @@ class AuthenticationError(MnemeError):
 
 class ForbiddenError(AuthenticationError):
     """Raised when valid credentials may not do this (an admin-only route); servers answer 403."""
+
+
+class ModelUnavailableError(ModelOutputError):
+    """Raised when the chat model cannot be reached, times out or fails (5xx, 429, a garbled body).
+
+    ``attempts`` is how many requests were really sent (0 while the model cools down after a timeout).
+    The graph answers from memory and labels the turn instead of letting this reach the user.
+    """
+
+    def __init__(self, message: str, *, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.attempts = attempts

@@ -22,6 +22,9 @@ def load_chat_model(
     built with the settings' endpoint (``"gpt-4o"``) or by ``init_chat_model`` when it names a provider
     (``"anthropic:claude-..."``). Otherwise ``ChatOpenAI(settings.chat_model)`` when ``OPENAI_API_KEY``
     or ``OPENAI_BASE_URL`` is set, else ``None``. Nothing is downloaded or called here.
+
+    The OpenAI client gets ``timeout=settings.model_timeout`` and ``max_retries=0``: Mneme's own policy
+    (``mneme.model_calls``) decides retries, so the SDK's do not multiply them and every attempt is counted.
     """
     if isinstance(model, BaseChatModel):
         return model
@@ -43,5 +46,5 @@ def load_chat_model(
         model=name,
         api_key=settings.openai_api_key or PLACEHOLDER_API_KEY,  # type: ignore[arg-type]
         base_url=settings.openai_base_url,
-        **kwargs,
+        **{"timeout": settings.model_timeout, "max_retries": 0, **kwargs},
     )

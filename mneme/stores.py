@@ -27,7 +27,7 @@ def open_store(settings: Settings, *, embedder: Embedder | None = None) -> Memor
     embedder = embedder or settings_embedder(settings)
     if settings.chroma_url:
         return open_chroma_store(url=settings.chroma_url, embedder=embedder, prefix=settings.collection_prefix,
-                                 cache_rows=settings.cache_rows)
+                                 cache_rows=settings.cache_rows, timeout=settings.chroma_timeout)
     return open_chroma_store(data_dir=settings.data_dir, embedder=embedder, prefix=settings.collection_prefix,
                              cache_rows=settings.cache_rows)
 

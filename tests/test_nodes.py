@@ -42,7 +42,7 @@ def service() -> MemoryService:
 def test_rewrite_skips_the_model_on_the_first_turn() -> None:
     model = FakeChatModel(responses=["should not be used"])
     out = run(nodes.rewrite_query({"messages": [HumanMessage("我住在杭州")]}, cfg(), rt(), model=model))
-    assert out == {"query": "我住在杭州", "degraded": []}  # the turn starts with nothing degraded
+    assert out == {"query": "我住在杭州", "degraded": [], "model_attempts": 0}  # a fresh turn: no model call
     assert model.calls == []
 
 
