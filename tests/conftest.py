@@ -1,13 +1,25 @@
-"""Shared fixtures: the three store backends, a session-wide ``chroma run`` server, a clean environment."""
+"""Shared fixtures: the three store backends, a session-wide ``chroma run`` server, a clean environment.
+
+Markers are applied by fixture, at collection, so ``-m "not server and not slow"`` (the fast loop) never
+starts a server: a test that uses a fixture named in ``SERVER_FIXTURES`` (directly or through another
+fixture) is marked ``server``, one using a ``SLOW_FIXTURES`` fixture ``slow``. A test not marked ``server``
+that starts a server process anyway fails at once, naming the process; an unmarked test that runs longer
+than ``SLOW_SECONDS`` is listed at the end of the run. Hypothesis runs the ``dev`` profile (fast) unless
+``HYPOTHESIS_PROFILE`` names another or ``CI=true`` (the ``ci`` profile: more examples).
+"""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import settings
 from pgserver import PostgresServer
 
 from mneme.evaluation.bench_store import ChromaProcess as ChromaServer
@@ -17,7 +29,101 @@ from mneme.memory.chroma import open_chroma_store
 from mneme.memory.inprocess import InProcessStore
 from mneme.testing import FakeEmbeddings, FakeOpenAIServer
 
-BACKENDS = ("inprocess", "embedded", "server")
+BACKENDS = ("inprocess", "embedded", pytest.param("server", marks=pytest.mark.server))
+
+SERVER_FIXTURES = frozenset({"chroma_server", "spawn_chroma_server", "postgres_server"})
+"""Fixtures that start a server process (chroma run, uvicorn, langgraph dev, PostgreSQL, Chromium): add yours."""
+SLOW_FIXTURES: frozenset[str] = frozenset()
+"""Fixtures that make every test using them take more than a few seconds."""
+SLOW_SECONDS = 5.0
+"""An unmarked test slower than this is reported (mark it ``slow``, or make it faster)."""
+SERVER_PROGRAMS = ("chroma run", "langgraph dev", "mneme serve", "uvicorn", "pg_ctl", "postgres", "chromium")
+"""Programs (or program + subcommand) whose start, anywhere in a command line, is a server's."""
+
+# -- temporary data on tmpfs: embedded Chroma's fsyncs on a disk are most of a test's time -----------
+def _use_tmpfs(root: str = "/dev/shm", min_free: int = 2**30) -> None:
+    """Put test temp dirs (``tmp_path``, subprocesses' ``TMPDIR``) on ``root`` if it is a roomy tmpfs.
+
+    An explicit ``TMPDIR`` wins. Nothing is lost for the tests: a killed process's writes survive in the
+    page cache on a disk too; only a power cut differs, and no test can cut the power.
+    """
+    if os.environ.get("TMPDIR"):
+        return
+    try:
+        fs = os.statvfs(root)
+    except OSError:
+        return
+    if fs.f_bavail * fs.f_frsize >= min_free and os.access(root, os.W_OK):
+        os.environ["TMPDIR"] = root
+        tempfile.tempdir = root
+
+
+_use_tmpfs()
+
+# -- hypothesis: a quick local loop, more examples in CI ------------------------------------------
+settings.register_profile("dev", max_examples=100, deadline=None)
+settings.register_profile("ci", max_examples=300, deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev"))
+
+
+
+# -- markers by fixture ---------------------------------------------------------------------------
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that uses a server-starting (or slow) fixture, before ``-m`` selects."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & SERVER_FIXTURES:
+            item.add_marker(pytest.mark.server)
+        if names & SLOW_FIXTURES:
+            item.add_marker(pytest.mark.slow)
+
+
+def _starts_server(argv: Any) -> str | None:
+    """The server a command line starts, if it does (``python -m mneme serve``, ``runuser … pg_ctl`` count)."""
+    if isinstance(argv, str):
+        args = argv.split()
+    elif isinstance(argv, bytes | os.PathLike):
+        args = [os.fsdecode(argv)]
+    else:
+        args = [os.fsdecode(a) for a in argv]
+    words = [os.path.basename(a) for a in args if not a.startswith("-")]
+    pairs = {" ".join(words[i:i + 2]) for i in range(len(words))}
+    return next((p for p in SERVER_PROGRAMS if p in (pairs if " " in p else words)), None)
+
+
+@pytest.fixture(autouse=True)
+def _no_unmarked_server(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test not marked ``server`` that starts a server process fails at once, saying how to mark it."""
+    if request.node.get_closest_marker("server") is not None:
+        return
+    real_init = subprocess.Popen.__init__
+
+    def guarded_init(self: subprocess.Popen[Any], args: Any, *rest: Any, **kw: Any) -> None:
+        server = _starts_server(args)
+        if server is not None:
+            pytest.fail(f"{request.node.nodeid} starts `{server}` but is not marked `server`: start it from a "
+                        "fixture listed in tests/conftest.py SERVER_FIXTURES (or mark the test)", pytrace=False)
+        real_init(self, args, *rest, **kw)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded_init)
+
+
+_slow_unmarked: list[tuple[str, float]] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Remember unmarked tests that took longer than ``SLOW_SECONDS``."""
+    if report.when == "call" and report.duration > SLOW_SECONDS and "slow" not in report.keywords:
+        _slow_unmarked.append((report.nodeid, report.duration))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """List the unmarked slow tests, so the fast loop stays fast."""
+    if _slow_unmarked:
+        terminalreporter.section("tests over SLOW_SECONDS without the slow marker")
+        for nodeid, duration in sorted(_slow_unmarked, key=lambda x: -x[1]):
+            terminalreporter.write_line(f"{duration:6.1f}s {nodeid}")
 
 
 @pytest.fixture(autouse=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import pytest
@@ -67,24 +68,49 @@ def chroma_client_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]
         yield client
 
 
+@contextmanager
+def chroma_store(client: Any, **kw: Any) -> Iterator[ChromaStore]:
+    """A store under a fresh prefix whose collections are dropped after the example.
+
+    Each example gets empty collections; dropping them keeps the client's collection count flat (Chroma
+    slows down with it: ~0.2 s an example at first, over 1 s after a few hundred examples).
+    """
+    prefix = f"p{uuid.uuid4().hex[:12]}"
+    store = ChromaStore(client, EMBEDDER, prefix=prefix, **kw)
+    try:
+        yield store
+    finally:
+        store.close()
+        for col in client.list_collections():
+            if col.name.startswith(prefix):
+                client.delete_collection(col.name)
+
+
 @pytest.fixture(params=["inprocess", "embedded", "embedded-cached"], scope="module")
-def fresh_store(request: pytest.FixtureRequest) -> Callable[[], MemoryStore]:
+def fresh_store(request: pytest.FixtureRequest) -> Callable[[], AbstractContextManager[MemoryStore]]:
     if request.param == "inprocess":
-        return lambda: InProcessStore(EMBEDDER)
+        return lambda: nullcontext(InProcessStore(EMBEDDER))
     client = request.getfixturevalue("chroma_client_dir")
     # a tiny row budget makes the cached store evict and reload between operations too
     cache = VectorCache(max_rows=0) if request.param == "embedded" else VectorCache(max_rows=12)
-    return lambda: ChromaStore(client, EMBEDDER, prefix=f"p{uuid.uuid4().hex[:12]}", vector_cache=cache)
+    return lambda: chroma_store(client, vector_cache=cache)
 
 
-PROPS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+CHROMA_EXAMPLES = 40 if settings.get_current_profile_name() == "ci" else 10
+"""Each example opens real Chroma collections (~0.2 s): the full count in CI, a quick pass locally."""
+PROPS = settings(max_examples=CHROMA_EXAMPLES, deadline=None,
+                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @PROPS
 @given(records=memories, tenant=st.sampled_from(TENANTS), where=filters, query=st.sampled_from(WORDS))
-def test_reads_never_cross_tenants(fresh_store: Callable[[], MemoryStore], records: list[MemoryRecord],
-                                   tenant: str, where: Any, query: str) -> None:
-    store = fresh_store()
+def test_reads_never_cross_tenants(fresh_store: Callable[[], AbstractContextManager[MemoryStore]],
+                                   records: list[MemoryRecord], tenant: str, where: Any, query: str) -> None:
+    with fresh_store() as store:
+        _check_reads(store, records, tenant, where, query)
+
+
+def _check_reads(store: MemoryStore, records: list[MemoryRecord], tenant: str, where: Any, query: str) -> None:
     store.add(records)
     expected = {r.id for r in records if r.user_id == tenant}
     hits = store.search(tenant, EMBEDDER.embed([query])[0], k=50, where=where)
@@ -97,9 +123,13 @@ def test_reads_never_cross_tenants(fresh_store: Callable[[], MemoryStore], recor
 
 @PROPS
 @given(records=memories, tenant=st.sampled_from(TENANTS), where=filters, by_ids=st.booleans())
-def test_deletes_never_touch_other_tenants(fresh_store: Callable[[], MemoryStore], records: list[MemoryRecord],
-                                           tenant: str, where: Any, by_ids: bool) -> None:
-    store = fresh_store()
+def test_deletes_never_touch_other_tenants(fresh_store: Callable[[], AbstractContextManager[MemoryStore]],
+                                           records: list[MemoryRecord], tenant: str, where: Any, by_ids: bool) -> None:
+    with fresh_store() as store:
+        _check_deletes(store, records, tenant, where, by_ids)
+
+
+def _check_deletes(store: MemoryStore, records: list[MemoryRecord], tenant: str, where: Any, by_ids: bool) -> None:
     store.add(records)
     others = {r.id for r in records if r.user_id != tenant}
     ids = [r.id for r in records] if by_ids else None
@@ -117,10 +147,10 @@ def test_deletes_never_touch_other_tenants(fresh_store: Callable[[], MemoryStore
 def test_inprocess_filters_agree_with_chroma(chroma_client_dir: Any, records: list[MemoryRecord],
                                              tenant: str, where: Any) -> None:
     memory = InProcessStore(EMBEDDER)
-    chroma = ChromaStore(chroma_client_dir, EMBEDDER, prefix=f"d{uuid.uuid4().hex[:12]}")
-    for store in (memory, chroma):
-        store.add(records)
-    assert {r.id for r in memory.scan(tenant, where=where)} == {r.id for r in chroma.scan(tenant, where=where)}
+    with chroma_store(chroma_client_dir) as chroma:
+        for store in (memory, chroma):
+            store.add(records)
+        assert {r.id for r in memory.scan(tenant, where=where)} == {r.id for r in chroma.scan(tenant, where=where)}
 
 
 @given(where=filters, tenant=st.sampled_from(TENANTS))
