@@ -132,7 +132,9 @@ class FakeOpenAIServer:
     def start(self) -> FakeOpenAIServer:
         """Serve in a daemon thread; returns self."""
         if self._thread is None:
-            self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-openai", daemon=True)
+            # a short poll interval: ``stop`` waits for it (the default 0.5 s added that to every test)
+            self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                            name="fake-openai", daemon=True)
             self._thread.start()
         return self
 
