@@ -83,6 +83,10 @@ class MnemeStore(BaseStore):
         return await asyncio.to_thread(self.batch, list(ops))
 
     def _read_ops(self, ops: Iterable[Op]) -> tuple[list[Result], dict[tuple[tuple[str, ...], str], PutOp]]:
+        ops = list(ops)
+        drain = getattr(self.service, "drain", None)
+        if callable(drain) and any(not isinstance(op, PutOp) for op in ops):
+            drain()  # read-your-writes: turns still queued for the store are applied before a read
         results: list[Result] = []
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
         for op in ops:

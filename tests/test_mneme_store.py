@@ -147,6 +147,19 @@ def test_the_agents_memories_and_store_items_are_one_memory(store: MnemeStore, s
     assert service.sync_keyword_index() == 0
 
 
+def test_the_agents_records_can_be_edited_and_deleted_by_key(store: MnemeStore, service: MemoryService) -> None:
+    report = service.remember_turn("alice", user_text="我的猫叫豆豆")
+    rid = next(i for i in report.stored if i.startswith("ep-"))
+    ns = ("memories", "alice", "episodic")
+    assert store.get(ns, rid) is not None and store.get(("memories", "alice"), rid) is None
+    store.put(ns, rid, {"text": "user: 我的猫叫豆豆，三岁了"})  # Studio's edit of an agent memory
+    edited = service.store.get("alice", [rid])
+    assert edited and edited[0].kind == Kind.EPISODIC and "三岁" in edited[0].text
+    assert [it.key for it in store.search(("memories", "alice"), query="三岁")][:1] == [rid]
+    store.delete(ns, rid)
+    assert service.store.get("alice", [rid]) == [] and rid not in service.keyword.ids("alice")
+
+
 def test_personal_data_in_values_is_redacted_and_counted(store: MnemeStore, service: MemoryService) -> None:
     store.put(("memories", "alice"), "contact", {"text": "我的手机是13812345678", "mail": ["zhang@example.com"]})
     item = store.get(("memories", "alice"), "contact")
