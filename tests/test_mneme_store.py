@@ -288,6 +288,8 @@ def test_the_agent_reads_and_writes_the_hosts_mneme_store() -> None:
 
 
 # -- the contract against InMemoryStore, and tenancy, by property ------------------------------------
+EXAMPLES = max(10, settings.default.max_examples // 4)
+"""A quarter of the profile's examples (dev 25, CI 75): each example opens a store and runs a dozen operations."""
 USERS = ("alice", "bob", "张三")
 NAMESPACES = [("memories", u, *rest) for u in USERS for rest in ((), ("fact",), ("preference",), ("notes", "x"))]
 values = st.recursive(
@@ -302,7 +304,7 @@ ops = st.lists(st.tuples(st.sampled_from(["put", "delete"]), st.sampled_from(NAM
                max_size=12)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=ops)
 def test_get_delete_listing_and_namespaces_agree_with_in_memory_store(ops: list) -> None:
     mneme, reference = MnemeStore(_service()), InMemoryStore()
@@ -323,7 +325,7 @@ def test_get_delete_listing_and_namespaces_agree_with_in_memory_store(ops: list)
         assert mneme.list_namespaces(prefix=prefix) == holding
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(ops=ops, probe=st.sampled_from(["猫", "ab", "狗 a", "k1"]))
 def test_no_operation_reaches_another_users_items(ops: list, probe: str) -> None:
     store = MnemeStore(_service())
