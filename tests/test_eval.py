@@ -21,9 +21,10 @@ from mneme.clock import FixedClock
 from mneme.errors import InvalidInputError
 from mneme.evaluation.datasets import load_locomo, load_memorybank, parse_locomo_datetime
 from mneme.evaluation.harness import evaluate, percentile, replay
+from mneme.memory.fusion import count_tokens
 from mneme.memory.inprocess import InProcessStore
 from mneme.memory.keyword import KeywordIndex
-from mneme.memory.service import MemoryService
+from mneme.memory.service import MemoryService, RecallOptions
 from mneme.testing import FakeEmbeddings
 
 MNEME = str(Path(sys.executable).with_name("mneme"))
@@ -255,6 +256,26 @@ def test_evaluate_recall_counts_partial_evidence(locomo_file: Path) -> None:
     assert result["by_category"]["multi-hop"]["recall"]["1"] == 0.5
 
 
+def test_evaluate_recall_at_budget_fills_the_budget_in_rank_order(locomo_file: Path) -> None:
+    service = fresh_service()
+    (conv,) = [c for c in load_locomo(locomo_file) if c.tenant == "conv-2"]
+    replay(service, [conv])
+    (why,) = [q for q in conv.questions if q.text.startswith("Why")]
+    ranked = service.recall(conv.tenant, why.text, options=RecallOptions(k=25, reinforce=False,
+                                                                        include_documents=False),
+                            now=conv.asked_at)
+    first = count_tokens(ranked[0].text)
+    everything = sum(count_tokens(it.text) for it in ranked)
+    result = evaluate(service, [conv], ks=(1, 25), budgets=(1, first, everything))
+    multi = result["by_category"]["multi-hop"]["recall_at_budget"]
+    # 1 token fits nothing; the first item's size fits it alone (one of the two evidence turns' exchanges);
+    # the whole list's size is recall@25
+    assert multi == {"1": 0.0, str(first): 0.5, str(everything): result["by_category"]["multi-hop"]["recall"]["25"]}
+    assert result["budget_tokens_mean"]["1"] == 0.0
+    assert set(result["recall_at_budget"]) == {"1", str(first), str(everything)}
+    assert "recall_at_budget" not in evaluate(service, [conv], ks=(1,))
+
+
 def test_percentile() -> None:
     assert percentile([], 50) == 0.0
     assert percentile([3.0, 1.0, 2.0], 50) == 2.0
@@ -281,6 +302,8 @@ def test_eval_memorybank_command_writes_json(tmp_path: Path, memorybank_files: t
     assert result["dataset"] == "memorybank" and result["conversations"] == 2
     assert result["writes"]["turns"] == 5 and result["n_questions"] == 4
     assert result["recall"]["5"] == 1.0 and result["isolation_violations"] == 0
+    assert set(result["recall_at_budget"]) == {"250", "500", "1000"}  # on by default
+    assert result["recall_at_budget"]["1000"] == 1.0
     assert set(result["by_category"]) == {"fact", "hobby"}
     assert result["latency_ms"]["p95"] >= result["latency_ms"]["p50"] > 0
     assert not (tmp_path / "data").exists()  # evaluation never touches the user's data dir

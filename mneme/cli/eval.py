@@ -20,6 +20,18 @@ def _ks(text: str) -> list[int]:
     return ks
 
 
+def _budgets(text: str) -> list[int]:
+    if text.strip().lower() in ("", "none", "0"):
+        return []
+    try:
+        budgets = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--budgets takes token counts like 250,500,1000: {text!r}") from exc
+    if budgets and budgets[0] < 1:
+        raise argparse.ArgumentTypeError("--budgets values must be >= 1")
+    return budgets
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``eval locomo`` and ``eval memorybank``."""
     parser = subparsers.add_parser("eval", help="measure recall on LoCoMo or MemoryBank data")
@@ -32,6 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     mb.add_argument("qa", type=Path)
     for p in (lo, mb):
         p.add_argument("-k", "--k", type=_ks, default=[1, 5, 10, 25], help="cut-offs, e.g. 1,5,10,25")
+        p.add_argument("--budgets", type=_budgets, default=[250, 500, 1000],
+                       help="context-token budgets for recall_at_budget, e.g. 250,500,1000 ('none': off)")
         p.add_argument("--no-forgetting", action="store_true", help="rank without the forgetting curve")
         p.add_argument("--store", choices=["chroma", "memory"], default="chroma",
                        help="a temporary embedded Chroma (default) or the in-process store")
@@ -66,8 +80,8 @@ def _run(args: Any) -> int:
             with Progress(f"eval {args.dataset}: replay", total=turns, unit="turn") as bar:
                 writes = replay(service, conversations, progress=bar.update)
             with Progress(f"eval {args.dataset}: recall", total=questions, unit="question") as bar:
-                result = evaluate(service, conversations, ks=args.k, forgetting=not args.no_forgetting,
-                                  progress=bar.update)
+                result = evaluate(service, conversations, ks=args.k, budgets=args.budgets,
+                                  forgetting=not args.no_forgetting, progress=bar.update)
         finally:
             service.close()
     result = {"dataset": args.dataset, "conversations": len(conversations), "writes": writes, **result}

@@ -4,6 +4,11 @@ For each conversation (a tenant): every exchange goes through ``MemoryService.re
 data's own time; then every question is asked at ``asked_at`` and the top-k recalled items are mapped
 back to source turns through their provenance. recall@k = |evidence ∩ turns of the top k| / |evidence|,
 averaged over questions that have evidence. Items from another tenant count as isolation violations.
+
+``recall_at_budget`` is the same recall within a context budget of B tokens instead of k items: items are
+taken in rank order as the agent fills its prompt (``ranking.select``: an item that does not fit what is
+left is skipped, a smaller later one may still fit), counted with the prompt's tokenizer
+(``fusion.count_tokens``). Budgets compare systems whose units (turns, facts, chunks) differ.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mneme.evaluation.datasets import Conversation
-from mneme.memory.fusion import count_tokens
+from mneme.memory.fusion import count_tokens, fit_budget
 from mneme.memory.service import MemoryService, RecallOptions
 
 
@@ -60,12 +65,21 @@ def replay(service: MemoryService, conversations: Sequence[Conversation],
     return dict(counts)
 
 
+BUDGET_POOL = 25
+"""Items recalled per question when budgets are measured (at least): enough to fill 1,000 tokens of turns."""
+
+
 def evaluate(service: MemoryService, conversations: Sequence[Conversation], *, ks: Sequence[int] = (1, 5, 10, 25),
-             forgetting: bool = True, options: RecallOptions | None = None,
+             budgets: Sequence[int] = (), forgetting: bool = True, options: RecallOptions | None = None,
              progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Ask every question of every conversation and report recall@k, by category, latency and isolation."""
+    """Ask every question of every conversation and report recall@k and recall within each token budget,
+    by category, latency and isolation."""
     ks = sorted(set(ks))
-    kmax = max(ks)
+    budgets = sorted(set(budgets))
+    kmax = max(ks) if not budgets else max(max(ks), BUDGET_POOL)
+    budget_sum: dict[int, float] = defaultdict(float)
+    by_cat_budget: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    budget_tokens: dict[int, list[int]] = defaultdict(list)
     recall_sum: dict[int, float] = defaultdict(float)
     by_cat: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
     cat_n: dict[str, int] = defaultdict(int)
@@ -96,10 +110,25 @@ def evaluate(service: MemoryService, conversations: Sequence[Conversation], *, k
                 recall_sum[k] += r
                 by_cat[q.category][k] += r
                 tokens[k].append(sum(count_tokens(it.text) for it in top))
+            for b in budgets:
+                fitted = fit_budget(items, max_tokens=b, count_tokens=lambda it: count_tokens(it.text))
+                turns = {t for it in fitted for t in it.source_turns}
+                r = len(evidence & turns) / len(evidence)
+                budget_sum[b] += r
+                by_cat_budget[q.category][b] += r
+                budget_tokens[b].append(sum(count_tokens(it.text) for it in fitted))
+    def at_budget(sums: dict[int, float], count: int) -> dict[str, float]:
+        return {str(b): round(sums[b] / count, 4) if count else 0.0 for b in budgets}
+
     return {
         "recall": {str(k): round(recall_sum[k] / n, 4) if n else 0.0 for k in ks},
+        **({"recall_at_budget": at_budget(budget_sum, n),
+            "budget_tokens_mean": {str(b): round(statistics.fmean(budget_tokens[b]), 1) if budget_tokens[b] else 0.0
+                                   for b in budgets}} if budgets else {}),
         "by_category": {
-            cat: {"recall": {str(k): round(by_cat[cat][k] / cat_n[cat], 4) for k in ks}, "n": cat_n[cat]}
+            cat: {"recall": {str(k): round(by_cat[cat][k] / cat_n[cat], 4) for k in ks},
+                  **({"recall_at_budget": at_budget(by_cat_budget[cat], cat_n[cat])} if budgets else {}),
+                  "n": cat_n[cat]}
             for cat in sorted(cat_n)
         },
         "n_questions": n,
