@@ -9,7 +9,7 @@ cue (很/非常/特别/太/超/好/真; very/so/really/extremely) multiplies it 
 The label is ``negative`` when the negative total reaches ``NEGATIVE_THRESHOLD`` (0.6) and exceeds the
 positive total; ``positive`` likewise; else ``neutral``. So one plain distress word ("I'm sad", "我好焦虑")
 is enough, while "我讨厌香菜" (0.3, a dislike, not distress) is not. ``score`` is the label's intensity,
-``1 - exp(-total)``, in [0, 1) (0 for neutral).
+``1 - exp(-total)``, in [0, 1) (0 for neutral). Words inside a title (《百年孤独》) are not cues.
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ _ZH_NEGATORS = re.compile(r"[不没别未无莫]")
 _ZH_INTENSIFIERS = re.compile(r"(?:很|非常|特别|太|超|好|真|十分|极其|越来越|特|挺)$")
 _EN_NEGATORS = frozenset({"not", "no", "never", "without", "hardly", "nothing", "nor", "cannot"})
 _EN_INTENSIFIERS = frozenset({"very", "so", "really", "extremely", "super", "too", "incredibly", "totally"})
+_TITLE_RE = re.compile(r"《[^》\n]{0,60}》")
 _CLAUSE_BREAK = re.compile(r"[，。！？；,.!?;\n]")
 _EN_WORD = re.compile(r"[a-z']+")
 
@@ -139,7 +140,8 @@ def detect_emotion(text: str) -> Emotion:
     """Detect whether ``text`` is negative, positive or neutral, with its intensity and cues."""
     if not text or not text.strip():
         return NEUTRAL
-    lowered = text.casefold()
+    # a title is not a feeling: 《百年孤独》 names a novel (same length, so offsets still match ``text``)
+    lowered = _TITLE_RE.sub(lambda m: " " * len(m.group()), text.casefold())
     totals = {"negative": 0.0, "positive": 0.0}
     cues: dict[str, list[str]] = {"negative": [], "positive": []}
     taken = bytearray(len(lowered))  # one cue per character: "压力很大" is not also "很大"

@@ -9,10 +9,11 @@
 3. The user's message decides the tone (``emotion.detect_emotion``).
    - Neutral/positive: ``episodic_text`` is the exchange as ``"user: …\\nassistant: …"`` (lower-case
      English role labels in every language, so records read the same whatever the user speaks).
-   - Negative: no episodic text. ``summary_text`` holds a short summary instead (the model's when one
-     is given, else an extractive one: the emotion cues plus the first sentence(s) of the redacted
-     message, clipped, with sentences holding graphic detail left out). Preferences are dropped too,
-     as they would quote the raw detail ("I hate my ex who …"); profile facts (city, job ...) stay.
+   - Negative: no episodic text. ``summary_text`` holds a short summary instead: the model's when one
+     is given and it quotes none of the message's clauses verbatim, else the gist (``gist.gist_summary``:
+     feeling, cause, effect and request named from lexicons, never the user's own sentences).
+     Preferences are dropped too, as they would quote the raw detail ("I hate my ex who …"); profile
+     facts (city, job ...) stay.
 4. Facts and preferences (``extraction``): from patterns, or from the model when one is given, with
    pattern items added for keys the model did not return.
 5. ``importance.score_importance`` scores the redacted user message.
@@ -48,6 +49,7 @@ from mneme.memory.extraction import (
     invoke_structured,
     tag_safe,
 )
+from mneme.memory.gist import gist_summary, quotes_detail
 from mneme.memory.importance import score_importance
 from mneme.memory.lowvalue import content_hash, is_low_value
 from mneme.memory.redaction import DEFAULT_POLICY, RedactionPolicy, language_of, redact
@@ -178,13 +180,6 @@ def _draft(user_text: str, assistant_text: str, policy: WritePolicy, has_model: 
     return _Draft(plan, user, assistant, extract_patterns(user), ask_summary, ask_facts)
 
 
-_GRAPHIC_RE = re.compile(
-    r"血|割腕|自残|跳楼|上吊|安眠药|吞药|刀|杀|强奸|性侵|尸体|打我|揍我|虐待|遗书"
-    r"|(?<![a-z])(?:kill|killed|blood|bleeding|cut myself|cutting|overdose|pills|rape|raped|assault"
-    r"|hang myself|jump off|suicide note|knife|gun|beat me|beats me|hit me|abuse|abused|corpse|self-harm)"
-    r"(?![a-z])",
-    re.IGNORECASE,
-)
 _SENTENCE_RE = re.compile(r"[^。！？!?.\n]+[。！？!?.]*")
 
 
@@ -193,34 +188,6 @@ def _only_questions(text: str) -> bool:
     ("我明天去北京，要带伞吗？") tells something and is kept."""
     sentences = [s.strip() for s in _SENTENCE_RE.findall(text) if s.strip()]
     return bool(sentences) and all(s.endswith(("?", "？")) and not re.search(r"[，,；;：:]", s) for s in sentences)
-
-
-def extractive_summary(user: str, emotion: Emotion, *, language: str, limit: int) -> str:
-    """Summarise a negative (redacted) message without a model: its cues plus its first clean sentence.
-
-    Only the first sentence without graphic detail (self-harm, violence, abuse) is kept, clipped to
-    ``limit`` characters, so the record holds the gist and never the exchange's raw detail.
-    """
-    cues = [c for c in dict.fromkeys(emotion.cues) if not _GRAPHIC_RE.search(c)][:3]
-    gist = ""
-    ask = ""
-    for sentence in _SENTENCE_RE.findall(user):
-        sentence = sentence.strip()
-        # an opening "好的。" / "嗯，" says nothing: the gist is the first sentence with content
-        if not sentence or is_low_value(sentence) or _GRAPHIC_RE.search(sentence):
-            continue
-        if sentence.endswith(("?", "？")):
-            ask = ask or sentence  # what the user asked for help with: the need, not the detail
-        elif not gist:
-            gist = sentence
-    if ask and (not gist or len(gist) + len(ask) + 1 <= limit):
-        gist = f"{gist} {ask}".strip() if language != "zh" else gist + ask
-    gist = _clip(gist, limit) if gist else ""
-    if language == "zh":
-        head = "用户倾诉了负面情绪" + (f"（{'、'.join(cues)}）" if cues else "")
-        return f"{head}：{gist}" if gist else head + "。"
-    head = "The user shared negative feelings" + (f" ({', '.join(cues)})" if cues else "")
-    return f"{head}: {gist}" if gist else head + "."
 
 
 def _messages(draft: _Draft) -> list[BaseMessage]:
@@ -261,12 +228,13 @@ def _finish(draft: _Draft, out: TurnMemoryOutput | None, policy: WritePolicy) ->
         summary = (out.summary or "").strip() if out is not None and draft.ask_summary else ""
         if draft.ask_summary and out is not None and not summary:
             plan.fallback, plan.fallback_reason = True, "the model returned no summary"
+        if summary and quotes_detail(summary, draft.user):
+            plan.fallback, plan.fallback_reason = True, "the model's summary quoted the message verbatim"
+            summary = ""
         if summary:
             plan.summary_text = _clip(redact(summary, policy.redaction).text, limit * 2)
         else:
-            plan.summary_text = extractive_summary(
-                draft.user, plan.emotion, language=plan.language, limit=limit
-            )
+            plan.summary_text = gist_summary(draft.user, plan.emotion, language=plan.language, limit=limit)
     else:
         lines = [f"user: {draft.user}"]
         if policy.store_assistant_text and draft.assistant:

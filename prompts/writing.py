@@ -30,11 +30,12 @@ summary: {summary_instruction}
 Placeholders such as [PHONE] or [手机号] stand for removed private data: never guess what they hid."""
 
 SUMMARY_WANTED = """\
-this exchange is emotionally difficult, so it is NOT stored word for word. Write one or two short \
-sentences in the user's language that keep what matters for future care (what the user is going \
-through and how they feel, what the assistant offered) and leave out graphic or intimate detail, \
-names of third parties and anything identifying. At most 60 Chinese characters or 40 English words. \
-Example: "用户最近工作压力大，感到焦虑；助手建议了放松方法。\""""
+this exchange is emotionally difficult, so it is NOT stored word for word. Write a gist in one short \
+sentence in the user's language: the feeling, what it is about (topic, event), its effect on the user \
+and what the user asked for, in your own words. Never copy a phrase or clause of the user's message \
+word for word (a summary that does is discarded), and leave out graphic or intimate detail, names of \
+third parties and anything identifying. At most 60 Chinese characters or 40 English words. \
+Example: "用户因工作被领导批评而难过，失眠，自我评价低，想知道该怎么办。\""""
 
 SUMMARY_NOT_WANTED = "null (no summary is needed for this turn)."
 

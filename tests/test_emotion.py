@@ -81,3 +81,8 @@ def test_negation_does_not_cross_a_clause_break() -> None:
 def test_mixed_tone_goes_to_the_stronger_side() -> None:
     assert detect_emotion("I'm very happy but a bit worried").label == "positive"
     assert detect_emotion("有点开心，但更多的是焦虑和难过").label == "negative"
+
+
+def test_a_word_inside_a_title_is_not_a_feeling() -> None:
+    assert detect_emotion("我在图书馆发现了一本小说，叫《百年孤独》").label == "neutral"
+    assert detect_emotion("读完《百年孤独》我很孤独").cues == ["孤独"]

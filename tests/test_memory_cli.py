@@ -90,8 +90,8 @@ def test_identifiers_are_redacted_everywhere(memories: list[dict[str, Any]]) -> 
 def test_negative_turn_is_kept_as_a_summary_only(memories: list[dict[str, Any]]) -> None:
     (summary,) = [m for m in memories if m["kind"] == "summary"]
     assert summary["emotion"] == "negative"
-    assert summary["text"].startswith("用户倾诉了负面情绪") and "焦虑" in summary["text"]
-    assert len(summary["text"]) <= len("用户倾诉了负面情绪（压力好大、焦虑、失眠）：") + 60
+    assert summary["text"].startswith("用户") and "焦虑" in summary["text"]
+    assert len(summary["text"]) <= 60
     # no episodic record of that exchange: neither its detail nor its feelings as said
     for text in episodes(memories):
         assert "和老板吵架" not in text and "焦虑" not in text and "失眠" not in text

@@ -43,8 +43,8 @@ def test_a_negative_summary_keeps_the_need_not_the_detail() -> None:
     plan = plan_turn("好的。最近工作压力好大，我很焦虑。你觉得有什么办法可以放松吗？后来我和老板大吵了一架。", "")
     assert plan.summary_text is not None and plan.episodic_text is None
     assert "压力" in plan.summary_text and "放松" in plan.summary_text
-    assert "吵" not in plan.summary_text  # later detail stays out
-    assert not plan.summary_text.split("：", 1)[-1].startswith("好的")
+    assert "大吵了一架" not in plan.summary_text  # the fight is named as an event, never quoted
+    assert "好的" not in plan.summary_text
 
 
 @pytest.mark.parametrize(

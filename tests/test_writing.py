@@ -8,6 +8,7 @@ import logging
 import pytest
 
 from mneme.memory.emotion import Emotion, detect_emotion
+from mneme.memory.gist import clauses, gist_summary, quotes_detail
 from mneme.memory.importance import score_importance
 from mneme.memory.lowvalue import content_hash
 from mneme.memory.writing import (
@@ -15,7 +16,6 @@ from mneme.memory.writing import (
     WritePolicy,
     aplan_turn,
     bench_plan_turn,
-    extractive_summary,
     plan_turn,
 )
 from mneme.testing import FakeChatModel
@@ -116,15 +116,56 @@ def test_assistant_text_can_be_left_out() -> None:
     assert plan.episodic_text == "user: I'm flying to Tokyo tomorrow"
 
 
-def test_negative_exchange_without_model_keeps_only_an_extractive_summary() -> None:
+def test_negative_exchange_without_model_keeps_only_the_gist() -> None:
     plan = plan_turn(NEGATIVE_ZH + "。我老板天天骂我，我真的受不了了。", "听起来你很辛苦。")
     assert plan.emotion.label == "negative"
     assert plan.episodic_text is None
-    assert plan.summary_text is not None
-    assert plan.summary_text.startswith("用户倾诉了负面情绪（")
-    assert "老板天天骂我" not in plan.summary_text  # only the first sentence survives
-    assert plan.summary_text.endswith("有时候会感到焦虑和心烦。")
+    assert plan.summary_text == "用户倾诉了烦恼：因工作被老板批评而压力大、焦虑、心烦（涉及：受不了）。"
     assert "听起来你很辛苦" not in plan.summary_text
+
+
+ISSUE_ZH = "我今天真的太难过了，被领导当着全组的面骂了一顿，说我做的方案一无是处，我一晚上都睡不着，觉得自己特别失败。"
+ISSUE_EN = ("I'm so sad today, my boss yelled at me in front of the whole team, said my proposal was worthless, "
+            "I couldn't sleep all night and I feel like a total failure. What should I do?")
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        (ISSUE_ZH, "用户倾诉了烦恼：因工作被领导批评而难过；失眠、自我评价低（涉及：方案）。"),
+        (ISSUE_EN, "The user confided a worry: feels sad about criticism from their boss (work); sleeplessness, "
+                   "low self-worth; asks what to do (about: team, proposal)."),
+        ("我和男朋友分手了，每天都在哭，吃不下饭，真的好痛苦，我该怎么办？",
+         "用户倾诉了烦恼：因分手而痛苦；食欲差、哭泣；想知道该怎么办（涉及：男朋友）。"),
+        ("I'm really anxious about my exams and I can't sleep. Any advice?",
+         "The user confided a worry: feels anxious about school; sleeplessness; asks for advice (about: exams)."),
+        ("我最近在准备一场重要的演讲，但是总感觉很紧张，怕自己在台上说错话或者忘词了。",
+         "用户倾诉了烦恼：感到紧张（涉及：忘词、错话、演讲、准备）。"),
+    ],
+)
+def test_a_negative_exchange_leaves_its_gist_and_none_of_its_clauses(message: str, expected: str) -> None:
+    plan = plan_turn(message, "我在，慢慢说。")
+    assert plan.summary_text == expected
+    for clause in clauses(message):  # every clause, split on ，。！？,.!?
+        assert clause not in plan.summary_text
+    assert not quotes_detail(plan.summary_text, message, min_chars=1)
+
+
+def test_a_model_summary_that_quotes_the_message_is_replaced_by_the_gist() -> None:
+    quoting = {"summary": "用户说：被领导当着全组的面骂了一顿，觉得自己特别失败。", "facts": []}
+    plan = plan_turn(ISSUE_ZH, "抱抱你", model=FakeChatModel(responses=[quoting]))
+    assert plan.summary_text == "用户倾诉了烦恼：因工作被领导批评而难过；失眠、自我评价低（涉及：方案）。"
+    assert plan.fallback and "verbatim" in (plan.fallback_reason or "")
+    fine = {"summary": "用户倾诉了烦恼：因工作上受到批评而难过、失眠。", "facts": []}
+    plan = plan_turn(ISSUE_ZH, "抱抱你", model=FakeChatModel(responses=[fine]))
+    assert plan.summary_text == fine["summary"] and not plan.fallback
+
+
+def test_the_summary_prompt_asks_for_a_gist_not_a_quote() -> None:
+    model = FakeChatModel(responses=[NO_FACTS])
+    plan_turn(ISSUE_EN, "I'm here.", model=model)
+    prompt = _prompt(model)
+    assert "word for word" in prompt and "feeling" in prompt and "asked for" in prompt
 
 
 def test_negative_summary_leaves_graphic_detail_out() -> None:
@@ -165,10 +206,10 @@ def test_negative_exchange_drops_preferences_but_keeps_profile_facts() -> None:
     assert plan.episodic_text is None and plan.summary_text
 
 
-def test_model_without_summary_for_negative_turn_falls_back_to_extractive() -> None:
+def test_model_without_summary_for_negative_turn_falls_back_to_the_gist() -> None:
     model = FakeChatModel(responses=[NO_FACTS])
     plan = plan_turn(NEGATIVE_ZH, "抱抱", model=model)
-    assert plan.summary_text and plan.summary_text.startswith("用户倾诉了负面情绪")
+    assert plan.summary_text == "用户倾诉了烦恼：因工作而压力大、焦虑、心烦。"
     assert plan.fallback and plan.model_calls == 1
 
 
@@ -178,17 +219,17 @@ def test_model_summary_is_clipped() -> None:
     assert plan.summary_text is not None and len(plan.summary_text) <= 2 * WritePolicy().summary_chars_zh
 
 
-def test_extractive_summary_is_clipped() -> None:
-    emotion = detect_emotion("我很难过")
-    text = extractive_summary("我很难过" + "，真的" * 50 + "。", emotion, language="zh", limit=20)
-    assert text == "用户倾诉了负面情绪（难过）：我很难过" + "，真的" * 5 + "…"
-    assert len(text.split("：", 1)[1]) == 20
+def test_gist_is_clipped() -> None:
+    emotion = detect_emotion("我很难过，很焦虑，很心烦")
+    text = gist_summary(ISSUE_ZH, emotion, language="zh", limit=12)
+    assert len(text) == 12 and text.endswith("…")
 
 
-def test_extractive_summary_without_a_clean_sentence_keeps_only_the_cues() -> None:
-    emotion = Emotion("negative", 0.8, ["depressed", "blood"])
-    text = extractive_summary("There was blood everywhere.", emotion, language="en", limit=200)
-    assert text == "The user shared negative feelings (depressed)."
+def test_gist_without_cause_or_cues_still_says_the_tone() -> None:
+    assert gist_summary("There was blood everywhere.", Emotion("negative", 0.8, []), language="en",
+                        limit=200) == "The user confided a worry: feels low."
+    gist = gist_summary("唉。", Emotion("negative", 0.8, []), language="zh", limit=60)
+    assert gist == "用户倾诉了烦恼：感到情绪低落。"
 
 
 # --- facts -------------------------------------------------------------------------------------------
@@ -292,7 +333,7 @@ def test_model_raising_falls_back_and_keeps_the_negative_turn() -> None:
     plan = plan_turn(NEGATIVE_ZH, "抱抱", model=model)
     assert len(model.calls) == 2 and plan.fallback
     assert plan.episodic_text is None
-    assert plan.summary_text and plan.summary_text.startswith("用户倾诉了负面情绪")
+    assert plan.summary_text and plan.summary_text.startswith("用户")
 
 
 def test_schema_violation_falls_back() -> None:

@@ -1,0 +1,219 @@
+"""The gist of a negative-emotion message, without a model: feeling, cause, effect, request.
+
+A painful exchange is kept only as a summary, and the point of summarising is that its detail is not kept
+word for word. ``gist_summary`` therefore never copies the user's sentences: it names, from small Chinese
+and English lexicons, what the user feels (the emotion cues), what it is about (a topic such as work or a
+relationship, and an event such as being criticised by a boss), what it does to them (sleeplessness, low
+self-worth, thoughts of self-harm) and what they ask for (what to do, advice, someone to listen), e.g.
+"用户因工作被领导批评而难过；失眠、自我评价低（涉及：方案）。", with a few key terms (content words
+the other parts do not cover) so a later question can still find it. ``quotes_detail`` is the same rule as a
+check: a summary that repeats one of the message's clauses verbatim (split on ，。！？,.!? and the like)
+breaks it; the writing policy applies it to a model's summary too and falls back to the gist.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mneme.memory.emotion import Emotion
+from mneme.memory.tokenize import EN_STOPWORDS, ensure_jieba
+
+_CLAUSE_RE = re.compile(r"[^，。！？；：,.!?;:\n]+")
+
+# (pattern, canonical term): the first match of each table names the topic / event / effect / request.
+# fmt: off
+_ZH_TOPICS: list[tuple[str, str]] = [
+    (r"领导|老板|上司|经理|主管|同事|加班|方案|项目|公司|上班|工作|绩效|客户|职场|面试", "工作"),
+    (r"男朋友|女朋友|男友|女友|对象|恋爱|分手|失恋|前任|老公|老婆|丈夫|妻子|婚姻|离婚", "感情"),
+    (r"考试|成绩|学习|论文|作业|挂科|考研|高考|老师|学校|导师", "学业"),
+    (r"父母|爸妈|爸爸|妈妈|父亲|母亲|家里|家人|孩子|儿子|女儿", "家庭"),
+    (r"生病|住院|医院|身体|体检|病了|疼", "健康"),
+    (r"房贷|欠债|借钱|工资|钱|负债|还款", "经济"),
+    (r"朋友|室友|同学|邻居", "人际关系"),
+]
+_ZH_EVENTS: list[tuple[str, str]] = [
+    (r"被(领导|老板|上司|经理|主管)[^，。！？]{0,12}?(?:骂|批评|训|否定|羞辱|指责|说)", "被{0}批评"),
+    (r"被(老师|导师|父母|爸妈|爸爸|妈妈|同事)[^，。！？]{0,12}?(?:骂|批评|训|否定|羞辱|指责)", "被{0}批评"),
+    (r"(领导|老板|上司|经理|主管|老师|导师|同事)[^，。！？]{0,6}?(?:骂|批评|训|否定|羞辱|指责)我", "被{0}批评"),
+    (r"被裁|裁员|被辞退|被开除|被炒|失业|丢了工作", "失去工作"),
+    (r"分手|失恋|被甩", "分手"),
+    (r"离婚", "离婚"),
+    (r"(?:和|跟|与)我?(\w{1,4}?)(?:大?吵架|大?吵了一架|大吵)|吵架|吵了一架", "与{0}争吵"),
+    (r"去世|过世|离世", "亲人离世"),
+    (r"没考好|考砸|挂科|落榜|没考上", "考试失利"),
+    (r"加班", "长期加班"),
+]
+_ZH_EFFECTS: list[tuple[str, str]] = [
+    (r"失眠|睡不着|睡不好|整夜没睡|一夜没睡", "失眠"),
+    (r"吃不下|没胃口|不想吃", "食欲差"),
+    (r"觉得自己[^，。！？]{0,6}?(?:失败|没用|差劲|一无是处|不行|废物|很差|好差|太差)|自卑|一无是处", "自我评价低"),
+    (r"哭", "哭泣"),
+    (r"不想活|想死|自杀|活着没意思|撑不下去", "流露轻生念头"),
+    (r"不想上班|不想去公司", "抗拒上班"),
+]
+_ZH_REQUESTS: list[tuple[str, str]] = [
+    (r"怎么办|该怎么|如何是好|怎么做", "想知道该怎么办"),
+    (r"放松|减压|缓解", "想找放松的办法"),
+    (r"建议|办法|意见", "寻求建议"),
+    (r"陪我|聊聊|说说话|听我说", "希望有人倾听"),
+    (r"安慰", "需要安慰"),
+]
+_EN_TOPICS: list[tuple[str, str]] = [
+    (r"boss|manager|colleague|coworker|co-worker|office|work|job|project|proposal|client|deadline|career",
+     "work"),
+    (r"boyfriend|girlfriend|partner|husband|wife|marriage|relationship|broke up|breakup|divorce|ex", "a relationship"),
+    (r"exam|grade|school|study|studies|thesis|teacher|professor|class", "school"),
+    (r"parents?|mom|mum|dad|mother|father|family|son|daughter|kids?", "family"),
+    (r"sick|ill|illness|hospital|health|pain|diagnos\w*", "health"),
+    (r"money|debt|rent|mortgage|bills|salary|loan", "money"),
+    (r"friends?|roommate|flatmate|neighbou?r", "friends"),
+]
+_EN_EVENTS: list[tuple[str, str]] = [
+    (r"(boss|manager|supervisor|teacher|professor|parents?)\b[^,.!?]{0,40}?\b(?:yelled|shouted|screamed|criticized|"
+     r"criticised|scolded|humiliated|blamed|tore|ripped)", "criticism from their {0}"),
+    (r"laid off|got fired|was fired|lost my job", "losing their job"),
+    (r"broke up|breakup|dumped", "a break-up"),
+    (r"divorce", "a divorce"),
+    (r"(?:fight|argument|argued) with (?:my )?(\w+)", "a fight with their {0}"),
+    (r"passed away|died", "a death"),
+    (r"failed (?:my |the )?(?:exam|test|class)", "a failed exam"),
+]
+_EN_EFFECTS: list[tuple[str, str]] = [
+    (r"can'?t sleep|couldn'?t sleep|insomnia|didn'?t sleep|no sleep|sleepless|awake all night", "sleeplessness"),
+    (r"can'?t eat|not eating|no appetite", "poor appetite"),
+    (r"(?:feel|am|i'm)(?: like)?(?: such)?(?: a| an)? (?:total |complete |)(?:failure|loser|useless|worthless)",
+     "low self-worth"),
+    (r"worthless|useless", "low self-worth"),
+    (r"cry|cried|crying", "crying"),
+    (r"want to die|kill myself|suicidal|end it all|can'?t go on", "thoughts of self-harm"),
+]
+_EN_REQUESTS: list[tuple[str, str]] = [
+    (r"what should i do|what do i do|what can i do|how do i|how can i", "asks what to do"),
+    (r"relax|unwind|de-?stress|cope", "asks how to cope"),
+    (r"advice|suggest", "asks for advice"),
+    (r"talk to|listen|vent", "wants someone to listen"),
+    (r"comfort", "needs comfort"),
+]
+# fmt: on
+_ZH_TABLES = [[(re.compile(p), t) for p, t in table] for table in (_ZH_TOPICS, _ZH_EVENTS, _ZH_EFFECTS, _ZH_REQUESTS)]
+_EN_TABLES = [[(re.compile(rf"(?<![a-z])(?:{p})s?(?![a-z])", re.I), t) for p, t in table]
+              for table in (_EN_TOPICS, _EN_EVENTS, _EN_EFFECTS, _EN_REQUESTS)]
+_PRESSURE_RE = re.compile(r"压力\w{0,3}大")
+_ZH_POS = ("n", "vn", "nz", "ns", "nr", "nt", "nw", "v", "l", "i")
+_ZH_GENERIC_WORDS = """感觉 觉得 知道 可能 起来 我会 没有 你好 感到 方法 办法 不想 变得 愿意 有时候 地方 注意
+发现 听说 时候 今天 最近 真的 事情 东西 一下 一些 有点 怎么办 怎么 什么 自己 大家 希望 需要 现在 已经"""
+_ZH_GENERIC = frozenset(_ZH_GENERIC_WORDS.split())
+_EN_GENERIC_WORDS = """today yesterday really feel feeling felt like think know want night time things thing something
+anything everything someone because about would could should just still even much always never
+every said says tell told make made going been being doing whole today's since sometimes front here
+there back away around again maybe lately moved went came getting started help"""
+_EN_GENERIC = frozenset(_EN_GENERIC_WORDS.split())
+_GRAPHIC_RE = re.compile(
+    r"血|割腕|自残|跳楼|上吊|安眠药|吞药|刀|杀|强奸|性侵|尸体|打我|揍我|虐待|遗书"
+    r"|(?<![a-z])(?:kill|killed|blood|bleeding|cut myself|cutting|overdose|pills|rape|raped|assault"
+    r"|hang myself|jump off|suicide note|knife|gun|beat me|beats me|hit me|abuse|abused|corpse|self-harm)"
+    r"(?![a-z])",
+    re.IGNORECASE,
+)
+_EN_WORD_RE = re.compile(r"[a-z][a-z'-]{3,}", re.I)
+
+
+def _first(table: list[tuple[re.Pattern[str], str]], text: str) -> str:
+    for rx, term in table:
+        m = rx.search(text)
+        if m:
+            groups = [g for g in m.groups() if g]
+            return term.format(*(g.lower() for g in groups)) if "{0}" in term and groups else term.replace(
+                "与{0}", "与人").replace("their {0}", "someone").replace("{0}", "")
+    return ""
+
+
+def _all(table: list[tuple[re.Pattern[str], str]], text: str) -> list[str]:
+    return list(dict.fromkeys(term for rx, term in table if rx.search(text)))
+
+
+def _feelings(emotion: Emotion, *said: list[tuple[re.Pattern[str], str]], zh: bool) -> list[str]:
+    out: list[str] = []
+    for cue in emotion.cues:
+        cue = _PRESSURE_RE.sub("压力大", cue).strip().lower() if zh else cue.strip().lower()
+        if any(rx.search(cue) for table in said for rx, _ in table):
+            continue  # an event or effect (分手, 失眠, "kill myself"): said once, as its term
+        out.append(cue)
+    return list(dict.fromkeys(out))[:3]
+
+
+def _spans(tables: list[list[tuple[re.Pattern[str], str]]], text: str, cues: list[str]) -> list[tuple[int, int]]:
+    spans = [m.span() for table in tables for rx, _ in table for m in rx.finditer(text)]
+    lowered = text.casefold()
+    for cue in cues:
+        start = lowered.find(cue.casefold())
+        while start >= 0:
+            spans.append((start, start + len(cue)))
+            start = lowered.find(cue.casefold(), start + 1)
+    return spans
+
+
+def key_terms(message: str, said: list[tuple[int, int]], *, zh: bool, n: int = 4) -> list[str]:
+    """Up to ``n`` content words of ``message`` (TF-IDF with parts of speech in Chinese, content words in
+    English) that the gist's other parts do not already stand for: the words a later question may use.
+    A clause with graphic detail (violence, self-harm, abuse) gives no terms at all."""
+    message = _CLAUSE_RE.sub(lambda m: " " * len(m.group()) if _GRAPHIC_RE.search(m.group()) else m.group(), message)
+    def unsaid(term: str) -> bool:
+        starts = [m.start() for m in re.finditer(re.escape(term), message, re.I)]
+        return any(not any(a <= s and s + len(term) <= b for a, b in said) for s in starts)
+
+    if zh:
+        import jieba.analyse
+
+        ensure_jieba()
+        candidates = [t for t in jieba.analyse.extract_tags(message, topK=12, allowPOS=_ZH_POS)
+                      if len(t) >= 2 and t not in _ZH_GENERIC]
+    else:
+        candidates = list(dict.fromkeys(w.lower() for w in _EN_WORD_RE.findall(message)))
+        candidates = [w for w in candidates if w not in EN_STOPWORDS and w not in _EN_GENERIC and "'" not in w]
+    return [t for t in candidates if unsaid(t)][:n]
+
+
+def clauses(text: str) -> list[str]:
+    """The message's clauses (split on ，。！？,.!? and the like), stripped."""
+    return [c.strip() for c in _CLAUSE_RE.findall(text) if c.strip()]
+
+
+def quotes_detail(summary: str, message: str, *, min_chars: int = 6) -> bool:
+    """True when ``summary`` repeats a clause of ``message`` (one of at least ``min_chars`` characters)
+    verbatim: the summary keeps detail word for word."""
+    folded = summary.casefold()
+    return any(len(c) >= min_chars and c.casefold() in folded for c in clauses(message))
+
+
+def gist_summary(message: str, emotion: Emotion, *, language: str, limit: int) -> str:
+    """The gist of a negative (redacted) message: feeling, cause, effect and request, in ``language``."""
+    zh = language == "zh"
+    topics, events, effects, requests = _ZH_TABLES if zh else _EN_TABLES
+    topic = _first(topics, message)
+    event = _first(events, message)
+    effect = _all(effects, message)
+    ask = _first(requests, message)
+    feelings = _feelings(emotion, events, effects, zh=zh)
+    # a topic word (方案 → 工作) says more as itself than as its topic: only events, effects, requests and
+    # cues count as said
+    terms = key_terms(message, _spans([events, effects, requests], message, emotion.cues), zh=zh)
+    terms = [t for t in terms if t.casefold() not in (topic + event).casefold()]
+    if zh:
+        feeling = "、".join(feelings) or "情绪低落"
+        # "因工作被领导批评": a passive event reads with its topic; "因分手" / "因亲人离世" stand alone
+        cause = (topic + event if event.startswith("被") else event) if event else topic
+        head = f"用户倾诉了烦恼：因{cause}而{feeling}" if cause else f"用户倾诉了烦恼：感到{feeling}"
+        parts = [head, "、".join(effect), ask]
+        text = "；".join(p for p in parts if p) + (f"（涉及：{'、'.join(terms)}）" if terms else "") + "。"
+    else:
+        feeling = ", ".join(feelings) or "low"
+        cause = event or topic
+        head = f"The user confided a worry: feels {feeling}" + (f" about {cause}" if cause else "")
+        if event and topic and topic not in event:
+            head += f" ({topic})"
+        parts = [head, ", ".join(effect), ask]
+        text = "; ".join(p for p in parts if p) + (f" (about: {', '.join(terms)})" if terms else "") + "."
+    if len(text) > limit:
+        text = text[: max(1, limit - 1)].rstrip("；;、, ") + "…"
+    return text
