@@ -4,7 +4,7 @@ The same keys and JWTs as ``mneme serve`` (``mneme.auth.Authenticator``). The au
 graph as ``configurable.langgraph_auth_user_id``, which ``resolve_context`` puts over any ``context.user_id``.
 Threads, runs, crons and assistants a user creates carry ``metadata.owner``; every read, search, update and
 delete is filtered by it, so another user's thread is a 404. Store namespaces must start with
-``("memories", <user>)``. Assistants may be read and searched by everyone (the graph's own assistant is shared
+``("memories", <user>)`` (shared ``("documents",)`` may be read by all, written by admins only). Assistants may be read and searched by everyone (the graph's own assistant is shared
 configuration, not user data); only their owner may change them.
 
 Dev mode (no keys, no JWT settings) keeps ``langgraph dev`` as it was: the identity is empty, nothing is
@@ -30,6 +30,7 @@ auth = Auth()
 
 OWNER = "owner"
 _WRITES = frozenset({"create", "create_run", "update"})
+_STORE_READS = frozenset({"get", "search", "list_namespaces"})
 _lock = threading.Lock()
 _authenticator: Authenticator | None = None
 
@@ -86,14 +87,19 @@ async def owner_only(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.Filt
 
 @auth.on.store
 async def own_namespace(ctx: Auth.types.AuthContext, value: Any) -> None:
-    """Store items of a user live under ``("memories", <user>)``; a search or listing without one is put there."""
+    """Store items of a user live under ``("memories", <user>)``; a search or listing without one is put there.
+
+    The server's store is an admin ``MnemeStore``, so this handler is what keeps a caller to their own items.
+    """
     owner = ctx.user.identity
-    if not owner:
-        return
+    if not owner or "admin" in ctx.permissions:
+        return  # dev mode, or an --admin key (it manages shared documents)
     mine = ("memories", owner)
     namespace = tuple(value.get("namespace") or ())
     if namespace[:2] == mine:
         return
+    if namespace[:1] == ("documents",) and ctx.action in _STORE_READS:
+        return  # shared documents: everyone reads them, only admins write them
     if ctx.action in ("search", "list_namespaces") and namespace in ((), ("memories",)):
         value["namespace"] = mine
         return

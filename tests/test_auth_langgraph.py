@@ -42,6 +42,7 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dev]:
     tmp = tmp_path_factory.mktemp("langgraph-auth")
     store = KeyStore(tmp / "data" / "keys.sqlite3")
     headers = {user: {"Authorization": f"Bearer {store.create(user)[1]}"} for user in ("alice", "bob")}
+    headers["ops"] = {"Authorization": f"Bearer {store.create('ops', admin=True)[1]}"}
     carol = jwt.encode({"sub": "carol", "exp": int(time.time()) + 3600}, SECRET, algorithm="HS256")
     headers["carol"] = {"Authorization": f"Bearer {carol}"}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MNEME_", "LANGSMITH_"))}
@@ -139,5 +140,11 @@ def test_store_namespaces_belong_to_their_user(dev: Dev) -> None:
     assert all(item["namespace"][:2] == ["memories", "bob"] for item in found["items"])
     mine = httpx.post(f"{dev.url}/store/items/search", json={"namespace_prefix": ["memories"]},
                       headers=dev.headers["alice"]).json()
+    doc = {"namespace": ["documents"], "key": "d1", "value": {"text": "公司规定：周五下午四点下班。"}}
+    assert httpx.put(f"{dev.url}/store/items", json=doc, headers=dev.headers["bob"]).status_code == 403
+    assert httpx.put(f"{dev.url}/store/items", json=doc, headers=dev.headers["ops"]).status_code in (200, 204)
+    shared = httpx.post(f"{dev.url}/store/items/search", json={"namespace_prefix": ["documents"], "query": "下班"},
+                        headers=dev.headers["bob"])
+    assert shared.status_code == 200 and any("四点" in str(i["value"]) for i in shared.json()["items"])
     assert "k1" in [item["key"] for item in mine["items"]]  # with alice's memories, if the store serves them
     assert all(item["namespace"][:2] == ["memories", "alice"] for item in mine["items"])
