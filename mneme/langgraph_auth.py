@@ -4,8 +4,9 @@ The same keys and JWTs as ``mneme serve`` (``mneme.auth.Authenticator``). The au
 graph as ``configurable.langgraph_auth_user_id``, which ``resolve_context`` puts over any ``context.user_id``.
 Threads, runs, crons and assistants a user creates carry ``metadata.owner``; every read, search, update and
 delete is filtered by it, so another user's thread is a 404. Store namespaces must start with
-``("memories", <user>)`` (shared ``("documents",)`` may be read by all, written by admins only). Assistants may be read and searched by everyone (the graph's own assistant is shared
-configuration, not user data); only their owner may change them.
+``("memories", <user>)`` (shared ``("documents",)`` may be read by all, written by admins only).
+Assistants may be read and searched by everyone (the graph's own assistant is shared configuration, not user
+data); only their owner may change them.
 
 Dev mode (no keys, no JWT settings) keeps ``langgraph dev`` as it was: the identity is empty, nothing is
 filtered, and the run's ``context.user_id`` names the user. ``disable_studio_auth`` in ``langgraph.json`` keeps
