@@ -26,6 +26,7 @@ from mneme.graph import degraded
 from mneme.graph.context import Context, resolve_context, thread_id_of
 from mneme.graph.state import State
 from mneme.memory.service import MemoryService, Recalled, WriteReport
+from mneme.memory.writing import clip_report
 from mneme.model_calls import ModelCaller
 from mneme.prompts import (
     GENERATE_SYSTEM,
@@ -348,11 +349,11 @@ def _bounded(kwargs: dict[str, Any], caller: ModelCaller | None) -> dict[str, An
     return kwargs
 
 
-def _reported(state: State, report: WriteReport) -> dict[str, Any]:
+def _reported(state: State, report: WriteReport, clipped: dict[str, Any]) -> dict[str, Any]:
     attempts = int(state.get("model_attempts") or 0) + report.model_calls
     out: dict[str, Any] = {"memory_report": {
         "stored": list(report.stored), "skipped": report.skipped, "redactions": dict(report.redactions),
-        "model_calls": attempts}, "model_attempts": attempts}
+        "model_calls": attempts, **clipped}, "model_attempts": attempts}
     if report.fallback:
         out.update(degraded.add(state, degraded.EXTRACTION_FAILED))
     return out
@@ -372,9 +373,11 @@ async def write_memory(
     done, kwargs = _write_plan(state, ctx, model, config)
     if done is not None:
         return {"memory_report": done}
+    memory = memory_of(runtime, service)
+    clipped = clip_report(kwargs["user_text"], memory.writing)  # said, never silent
     try:
-        return _reported(state, await tracing.aremember_turn(memory_of(runtime, service), ctx.user_id,
-                                                             **_bounded(kwargs, caller)))
+        return _reported(state, await tracing.aremember_turn(memory, ctx.user_id, **_bounded(kwargs, caller)),
+                         clipped)
     except Exception as exc:  # memory is best effort: the user already has their answer
         return _failed(exc, ctx.user_id)
 
@@ -388,8 +391,9 @@ def write_memory_sync(
     done, kwargs = _write_plan(state, ctx, model, config)
     if done is not None:
         return {"memory_report": done}
+    memory = memory_of(runtime, service)
+    clipped = clip_report(kwargs["user_text"], memory.writing)
     try:
-        return _reported(state, tracing.remember_turn(memory_of(runtime, service), ctx.user_id,
-                                                      **_bounded(kwargs, caller)))
+        return _reported(state, tracing.remember_turn(memory, ctx.user_id, **_bounded(kwargs, caller)), clipped)
     except Exception as exc:
         return _failed(exc, ctx.user_id)

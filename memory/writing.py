@@ -78,8 +78,10 @@ class WritePolicy:
     """Include the assistant's (redacted) reply in the episodic record."""
     skip_low_value: bool = True
     """Skip greetings, thanks, acks and emoji-only turns."""
-    max_user_chars: int = 4000
-    """Longer user messages are clipped (after redaction) in what is stored and sent to the model."""
+    max_user_chars: int = 32_000
+    """Longer user messages are clipped (after redaction) in what is stored and sent to the extraction call.
+    The serving limit (``MNEME_MAX_MESSAGE_CHARS``; ``open_service`` passes it): HTTP refuses longer messages
+    (413), so only other callers (the CLI, Python) meet the clip, and ``clip_report`` says so."""
     max_assistant_chars: int = 2000
     """Longer assistant replies are clipped likewise."""
     summary_chars_zh: int = 60
@@ -142,6 +144,13 @@ class _Draft:
     pattern_facts: list[Extracted]
     ask_summary: bool
     ask_facts: bool
+
+
+def clip_report(user_text: str, policy: WritePolicy) -> dict[str, Any]:
+    """What the memory report says when a message is longer than memory keeps: ``{"clipped": True,
+    "chars": N, "kept": M}`` (the first M of N characters are kept), else ``{}``."""
+    chars = len((user_text or "").strip())
+    return {"clipped": True, "chars": chars, "kept": policy.max_user_chars} if chars > policy.max_user_chars else {}
 
 
 def _clip(text: str, limit: int) -> str:

