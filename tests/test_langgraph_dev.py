@@ -123,6 +123,11 @@ def test_the_servers_store_is_mnemes_memory(server: str) -> None:
     ranked = httpx.post(f"{server}/store/items/search", json={"namespace_prefix": ["memories", "carol"],
                                                               "query": "旺财"}, timeout=60).json()["items"]
     assert "旺财" in ranked[0]["value"]["text"] and ranked[0]["score"] >= ranked[-1]["score"]
+    listed = httpx.post(f"{server}/store/namespaces", json={"prefix": ["memories", "carol"]}, timeout=60).json()
+    assert ["memories", "carol", "episodic"] in listed["namespaces"]
+    one = httpx.get(f"{server}/store/items", params={"namespace": ".".join(ranked[0]["namespace"]),
+                                                     "key": ranked[0]["key"]}, timeout=60).json()
+    assert one["value"]["text"] == ranked[0]["value"]["text"]
     others = httpx.post(f"{server}/store/items/search", json={"namespace_prefix": ["memories", "dave"]},
                         timeout=60).json()["items"]
     assert not any("旺财" in str(it["value"]) for it in others)
