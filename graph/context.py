@@ -27,6 +27,9 @@ class Context(RecallOptions):
         "description": "Whose memories to read and write (required; or config.configurable.user_id)."})
     recent_turns: int = field(default=3, metadata={
         "description": "How many recent turns of the thread the query rewriter sees."})
+    thread_turns: int = field(default=8, metadata={
+        "description": "Turns of the thread kept word for word (1-100); older ones are folded into a running "
+                       "summary once it holds half as many again (graph.trimming)."})
     write_memory: bool = field(default=True, metadata={
         "description": "Store this turn as long-term memory after answering."})
 
@@ -40,6 +43,8 @@ class Context(RecallOptions):
             raise InvalidInputError("memory_weight and document_weight must not be negative")
         if not 0.0 <= float(self.keyword_weight) <= 1.0:
             raise InvalidInputError(f"keyword_weight must be between 0 and 1, got {self.keyword_weight}")
+        if not 1 <= int(self.thread_turns) <= 100:
+            raise InvalidInputError(f"thread_turns must be between 1 and 100, got {self.thread_turns}")
         if self.recent_turns < 0 or self.max_context_tokens < 1:
             raise InvalidInputError("recent_turns must be >= 0 and max_context_tokens >= 1")
 
@@ -102,6 +107,9 @@ def resolve_context(context: Context | Mapping[str, Any] | None, config: Mapping
 
 
 def thread_id_of(config: Mapping[str, Any] | None) -> str | None:
-    """The conversation thread of this run (``config.configurable.thread_id``), if any."""
+    """The conversation thread of this run as its user named it (``config.configurable.thread_id``
+    without the user scope ``mneme.threads`` adds), if any."""
+    from mneme.threads import unscoped_thread_id
+
     value = ((config or {}).get("configurable") or {}).get("thread_id")
-    return str(value) if value else None
+    return unscoped_thread_id(str(value)) if value else None

@@ -21,7 +21,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import get_runtime
 
 from mneme.clock import Clock, system_clock
-from mneme.graph import nodes
+from mneme.graph import admission, nodes, trimming
 from mneme.graph.context import Context
 from mneme.graph.state import InputState, State
 from mneme.memory.base import Embedder, MemoryStore
@@ -69,6 +69,7 @@ def build_builder(
     *, model: BaseChatModel | None = None, service: MemoryService | None = None,
     store: MemoryStore | None = None, embedder: Embedder | None = None, clock: Clock | None = None,
     model_policy: ModelPolicy | None = None,
+    max_message_chars: int = admission.DEFAULT_MAX_MESSAGE_CHARS,
 ) -> StateGraph[State, Context, InputState, State]:
     """The uncompiled graph, for callers that add nodes or compile with their own options.
 
@@ -79,6 +80,9 @@ def build_builder(
     svc = _service(service, store, embedder, clock)
     caller = ModelCaller(model, model_policy) if model is not None else None
     builder = StateGraph(State, context_schema=Context, input_schema=InputState)
+    builder.add_node("check_input", _node(admission.check_input, admission.acheck_input, max_chars=max_message_chars),
+                     destinations=("rewrite_query", "reject_input"))
+    builder.add_node("reject_input", _node(admission.reject_input, admission.areject_input))
     builder.add_node("rewrite_query",
                      _node(nodes.rewrite_query_sync, nodes.rewrite_query, model=model, caller=caller))
     builder.add_node("retrieve", _node(nodes.retrieve_sync, nodes.retrieve, service=svc))
@@ -86,11 +90,14 @@ def build_builder(
                                        caller=caller))
     builder.add_node("write_memory",
                      _node(nodes.write_memory_sync, nodes.write_memory, service=svc, model=model, caller=caller))
-    builder.add_edge(START, "rewrite_query")
+    builder.add_node("summarize_thread",
+                     _node(trimming.summarize_thread_sync, trimming.summarize_thread, model=model, caller=caller))
+    builder.add_edge(START, "check_input")
     builder.add_edge("rewrite_query", "retrieve")
     builder.add_edge("retrieve", "generate")
     builder.add_edge("generate", "write_memory")
-    builder.add_edge("write_memory", END)
+    builder.add_edge("write_memory", "summarize_thread")
+    builder.add_edge("summarize_thread", END)
     return builder
 
 
@@ -99,10 +106,15 @@ def build_graph(
     store: MemoryStore | None = None, embedder: Embedder | None = None,
     checkpointer: BaseCheckpointSaver | None = None, clock: Clock | None = None,
     model_policy: ModelPolicy | None = None,
+    max_message_chars: int = admission.DEFAULT_MAX_MESSAGE_CHARS,
 ) -> CompiledStateGraph[State, Context, InputState, State]:
-    """The compiled Mneme agent (see ``build_builder`` for where memory comes from and ``model_policy``)."""
+    """The compiled Mneme agent (see ``build_builder`` for where memory comes from and ``model_policy``).
+
+    ``max_message_chars`` (``MNEME_MAX_MESSAGE_CHARS``): a longer message is refused at the graph's entry
+    with ``RequestTooLargeError`` and removed from the thread.
+    """
     builder = build_builder(model=model, service=service, store=store, embedder=embedder, clock=clock,
-                            model_policy=model_policy)
+                            model_policy=model_policy, max_message_chars=max_message_chars)
     return builder.compile(checkpointer=checkpointer, name=GRAPH_NAME)
 
 
@@ -113,7 +125,8 @@ def graph_from_env() -> CompiledStateGraph[State, Context, InputState, State]:
     from mneme.stores import shared_service
 
     settings = Settings.from_env()
-    return build_graph(model=load_chat_model(settings), service=shared_service())
+    return build_graph(model=load_chat_model(settings), service=shared_service(),
+                       max_message_chars=settings.max_message_chars)
 
 
 _lock = threading.Lock()

@@ -25,6 +25,7 @@ from mneme.errors import InvalidInputError, ModelUnavailableError
 from mneme.graph import degraded
 from mneme.graph.context import Context, resolve_context, thread_id_of
 from mneme.graph.state import State
+from mneme.graph.trimming import summary_messages
 from mneme.memory.service import MemoryService, Recalled, WriteReport
 from mneme.memory.writing import clip_report
 from mneme.model_calls import ModelCaller
@@ -37,6 +38,7 @@ from mneme.prompts import (
     render_memories,
     reply_texts,
 )
+from mneme.prompts.thread import REWRITE_SUMMARY, escape
 
 log = logging.getLogger(__name__)
 NOSTREAM = "nostream"
@@ -81,6 +83,12 @@ def _transcript(history: list[BaseMessage]) -> str:
     return "\n".join(f"{role}: {text_of(m)}" for role, m in zip(roles, history, strict=True))
 
 
+def _with_summary(state: State, transcript: str) -> str:
+    """The rewriter's conversation: the thread's running summary (when turns were folded), then the turns."""
+    summary = (state.get("summary") or "").strip()
+    return f"{REWRITE_SUMMARY.format(summary=escape(summary))}\n{transcript}" if summary else transcript
+
+
 # -- rewrite_query -----------------------------------------------------------------------------------
 def _rewrite_plan(
     state: State, ctx: Context, model: BaseChatModel | None
@@ -94,7 +102,7 @@ def _rewrite_plan(
         return _expand_without_model(message, history), None
     prompt: list[BaseMessage] = [
         SystemMessage(REWRITE_SYSTEM),
-        HumanMessage(REWRITE_USER.format(history=_transcript(history), message=message)),
+        HumanMessage(REWRITE_USER.format(history=_with_summary(state, _transcript(history)), message=message)),
     ]
     return message, prompt
 
@@ -240,7 +248,8 @@ def _generate_plan(state: State, ctx: Context, model: BaseChatModel | None,
         memories=render_memories(r for r in recalled if r.get("source") != "document"),
         documents=render_documents(r for r in recalled if r.get("source") == "document"),
     )
-    return None, [SystemMessage(system), *recent_history(state["messages"], ctx.recent_turns), latest]
+    return None, [SystemMessage(system), *summary_messages(state), *recent_history(state["messages"], ctx.recent_turns),
+                  latest]
 
 
 def _answered(state: State, answer: str, attempts: int = 0, labels: tuple[str, ...] = (),

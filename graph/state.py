@@ -26,6 +26,8 @@ class State(InputState, total=False):
     """The reply given to the user this turn."""
     memory_report: dict[str, Any]
     """What ``write_memory`` stored or skipped for this turn, or the error it swallowed."""
+    summary: str
+    """The thread's running summary of the turns folded out of it (``graph.trimming``); empty until the first fold."""
     degraded: list[str]
     """Labels of what failed this turn and how the turn went on without it ("model unavailable: answering
     from memory"); empty when nothing did. Reset by the turn's first node; add with ``graph.degraded.add``."""

@@ -159,7 +159,8 @@ def _graph_factory(settings: Settings) -> tuple[Callable[[Any], Runnable], Memor
     model = load_chat_model(settings)
 
     def build(checkpointer: Any) -> Runnable:
-        return build_graph(model=model, service=service, checkpointer=checkpointer)
+        return build_graph(model=model, service=service, checkpointer=checkpointer,
+                           max_message_chars=settings.max_message_chars)
 
     return build, service
 

@@ -41,15 +41,19 @@ def store() -> InProcessStore:
     return InProcessStore(FakeEmbeddings())
 
 
-def test_graph_wires_the_four_nodes_in_order(store: InProcessStore) -> None:
+def test_graph_wires_the_nodes_in_order(store: InProcessStore) -> None:
     graph = build_graph(store=store)
     edges = {(e.source, e.target) for e in graph.get_graph().edges}
     assert edges == {
-        ("__start__", "rewrite_query"),
+        ("__start__", "check_input"),
+        ("check_input", "rewrite_query"),
+        ("check_input", "reject_input"),
+        ("reject_input", "__end__"),
         ("rewrite_query", "retrieve"),
         ("retrieve", "generate"),
         ("generate", "write_memory"),
-        ("write_memory", "__end__"),
+        ("write_memory", "summarize_thread"),
+        ("summarize_thread", "__end__"),
     }
     assert build_builder(store=store).context_schema is Context
 

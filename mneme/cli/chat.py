@@ -41,7 +41,8 @@ def _open_graph(stack: ExitStack) -> Any:
     stack.callback(service.close)
     # Threads persist (SQLite under MNEME_DATA_DIR, or PostgreSQL): `--thread T` comes back to T.
     checkpointer = stack.enter_context(open_checkpointer(settings))
-    return build_graph(model=load_chat_model(settings), service=service, checkpointer=checkpointer)
+    return build_graph(model=load_chat_model(settings), service=service, checkpointer=checkpointer,
+                       max_message_chars=settings.max_message_chars)
 
 
 def reply(graph: Any, message: str, *, config: dict[str, Any], context: dict[str, Any]) -> str:
