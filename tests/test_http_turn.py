@@ -122,6 +122,7 @@ def test_stream_and_batch_refuse_an_over_long_message_too(app: App) -> None:
     assert threads_of(app.saver, "streamer") == []
 
 
+@pytest.mark.slow
 def test_the_response_carries_this_turn_only(app: App) -> None:
     sizes = {}
     for turn in range(1, 26):
