@@ -91,7 +91,7 @@ def resolve_context(context: Context | Mapping[str, Any] | None, config: Mapping
                 and getattr(ctx, name) == getattr(defaults, name):
             try:
                 overrides[name] = _coerce(name, configurable[name])
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, OverflowError) as exc:
                 raise InvalidInputError(f"configurable {name}={configurable[name]!r}: {exc}") from exc
     if configurable.get("langgraph_auth_user_id"):
         overrides["user_id"] = str(configurable["langgraph_auth_user_id"])

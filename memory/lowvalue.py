@@ -15,6 +15,8 @@ import hashlib
 import re
 import unicodedata
 
+from mneme.memory.base import clean_text
+
 
 def _bar(phrases: str) -> tuple[str, ...]:
     """Split a ``|``-separated phrase list (compact to read, and phrases may hold spaces)."""
@@ -110,4 +112,4 @@ def normalize_for_hash(text: str) -> str:
 
 def content_hash(text: str) -> str:
     """SHA-256 hex digest of the normalised text, for exact-repeat detection."""
-    return hashlib.sha256(normalize_for_hash(text).encode("utf-8")).hexdigest()
+    return hashlib.sha256(normalize_for_hash(clean_text(text)).encode("utf-8")).hexdigest()

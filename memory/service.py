@@ -31,6 +31,7 @@ from mneme.memory.base import (
     Kind,
     MemoryRecord,
     MemoryStore,
+    clean_text,
     validate_tenant,
 )
 from mneme.memory.forgetting import ForgettingPolicy
@@ -115,7 +116,7 @@ class MemoryService:
         user_id = validate_tenant(user_id)
         opts = options or RecallOptions()
         now = self.clock() if now is None else now
-        query = (query or "").strip()[:MAX_QUERY_CHARS]
+        query = clean_text(query or "").strip()[:MAX_QUERY_CHARS]
         if not query or opts.k <= 0 or is_low_value(query):
             return []  # "谢谢！" recalls nothing: listing memories for it would only be noise
         self._catch_up(user_id)
@@ -179,6 +180,7 @@ class MemoryService:
                       turn_ids: Sequence[str] = (), model: Any = None) -> WriteReport:
         """Store one turn of ``user_id`` as memory, following the writing policy."""
         user_id = validate_tenant(user_id)
+        user_text, assistant_text = clean_text(user_text), clean_text(assistant_text)
         plan = plan_turn(user_text, assistant_text, policy=self.writing, model=model or self.model)
         return self._store_plan(user_id, plan, assistant_text=assistant_text, thread_id=thread_id,
                                 now=self.clock() if now is None else now, turn_ids=turn_ids)
@@ -188,6 +190,7 @@ class MemoryService:
                              turn_ids: Sequence[str] = (), model: Any = None) -> WriteReport:
         """Async twin of ``remember_turn`` (the model call is awaited; storage runs in a thread)."""
         user_id = validate_tenant(user_id)
+        user_text, assistant_text = clean_text(user_text), clean_text(assistant_text)
         plan = await aplan_turn(user_text, assistant_text, policy=self.writing, model=model or self.model)
         now = self.clock() if now is None else now
         return await asyncio.to_thread(self._store_plan, user_id, plan, assistant_text=assistant_text,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mneme.errors import ConfigurationError
-from mneme.memory.base import Embedder, EmbedderInfo
+from mneme.memory.base import Embedder, EmbedderInfo, clean_text
 
 DEFAULT_EMBEDDINGS = "use-m3"
 
@@ -38,7 +38,7 @@ class USEEmbedder:
         if not texts:
             return []
         with self._lock:  # the numpy backend keeps per-call buffers; serialise callers
-            vectors = self._model.encode([t if t.strip() else "." for t in texts])
+            vectors = self._model.encode([clean_text(t) if t.strip() else "." for t in texts])
         return [[float(x) for x in row] for row in vectors]
 
 

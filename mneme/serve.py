@@ -29,6 +29,13 @@ from mneme.errors import (
     MnemeError,
     RequestTooLargeError,
 )
+from mneme.health import acheckpointer_probe, arun_checks, embedder_probe, readiness, store_probe
+from mneme.http_input import (
+    JSONBodyMiddleware,
+    LastResortMiddleware,
+    check_message_shapes,
+    client_error_handlers,
+)
 from mneme.http_turn import (
     AUTH_CONFIGURABLE,
     RUN_SETTINGS,
@@ -111,7 +118,12 @@ def _client_configurable(body: Any) -> dict[str, Any]:
         if any(isinstance(c, dict) and c.get("configurable") for c in config):
             raise InvalidInputError("a batch takes its run settings from one config for all inputs, not a list")
         return {}
-    return dict((config or {}).get("configurable") or {}) if isinstance(config, dict) else {}
+    if not isinstance(config, dict):
+        return {}
+    configurable = config.get("configurable") or {}
+    if not isinstance(configurable, dict):
+        raise InvalidInputError("config.configurable must be an object of run settings")
+    return dict(configurable)
 
 
 def _check_body_messages(body: Any, limits: dict[str, int]) -> None:
@@ -128,6 +140,7 @@ def _check_body_messages(body: Any, limits: dict[str, int]) -> None:
         if isinstance(messages, list):
             check_sizes([content_chars(m.get("content")) if isinstance(m, dict) else 0 for m in messages],
                         **limits)
+            check_message_shapes(messages)
 
 
 def _config_modifier(
@@ -163,6 +176,22 @@ def _graph_factory(settings: Settings) -> tuple[Callable[[Any], Runnable], Memor
                            max_message_chars=settings.max_message_chars)
 
     return build, service
+
+
+def _readiness_probes(service: MemoryService | None, graph: Runnable | None) -> dict[str, Any]:
+    """What ``/readyz`` asks: the memory store and embedder (when the app has the service), the checkpointer."""
+    probes: dict[str, Any] = {}
+    if service is not None:
+        probes["memory_store"] = store_probe(service.store)
+        probes["embedder"] = embedder_probe(service.store.embedder)
+    checkpointer = getattr(graph, "checkpointer", None)
+    if graph is None or checkpointer is not None:
+        probes["checkpointer"] = acheckpointer_probe(checkpointer) if checkpointer is not None else _not_open
+    return probes
+
+
+async def _not_open() -> str:
+    raise RuntimeError("the checkpointer is not open yet (the app is starting or stopping)")
 
 
 def create_app(
@@ -213,7 +242,11 @@ def create_app(
 
     app = FastAPI(title=title, description="A LangGraph agent with long-term memory.", lifespan=lifespan)
     app.state.authenticator = authenticator
+    app.add_middleware(JSONBodyMiddleware)  # inside the size limit: only bodies within it are parsed
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(LastResortMiddleware)  # outermost: no error drops a keep-alive connection unsaid
+    for error, handler in client_error_handlers().items():
+        app.add_exception_handler(error, handler)
     add_routes(app, turn_runnable(lambda: slot["graph"], limits=limits), path="/agent",
                per_req_config_modifier=_config_modifier(identity, limits),
                # stream_log / stream_events would show the graph's inner state (the whole thread)
@@ -242,6 +275,13 @@ def create_app(
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
+        """The process answers (nothing else is asked: see ``/readyz``)."""
         return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz() -> JSONResponse:
+        """The store, the embedder and the checkpointer answer: 200, else 503 naming the one that failed."""
+        status, body = readiness(await arun_checks(_readiness_probes(service, slot.get("graph"))))
+        return JSONResponse(body, status_code=status)
 
     return app

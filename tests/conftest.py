@@ -31,7 +31,7 @@ from mneme.testing import FakeEmbeddings, FakeOpenAIServer
 
 BACKENDS = ("inprocess", "embedded", pytest.param("server", marks=pytest.mark.server))
 
-SERVER_FIXTURES = frozenset({"chroma_server", "spawn_chroma_server", "postgres_server"})
+SERVER_FIXTURES = frozenset({"chroma_server", "spawn_chroma_server", "postgres_server", "spawn_mneme_serve"})
 """Fixtures that start a server process (chroma run, uvicorn, langgraph dev, PostgreSQL, Chromium): add yours."""
 SLOW_FIXTURES: frozenset[str] = frozenset()
 """Fixtures that make every test using them take more than a few seconds."""
@@ -165,6 +165,67 @@ def spawn_chroma_server(tmp_path: Path) -> Iterator[Callable[[], ChromaServer]]:
 
     yield spawn
     for server in servers:
+        server.stop()
+
+
+class MnemeServe:
+    """A running ``mneme serve`` process: its URL, its log (stdout and stderr) and the process."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
+        self.proc, self.url, self.log = proc, url, log
+
+    def log_text(self) -> str:
+        """Everything the server printed so far."""
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL) and wait for it."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=20)
+
+
+@pytest.fixture
+def spawn_mneme_serve(tmp_path: Path) -> Iterator[Callable[..., MnemeServe]]:
+    """Start real ``mneme serve`` processes on free ports (dev mode: ``X-User-Id`` names the user, fake
+    embeddings and no model unless ``env`` says otherwise); every one is stopped after the test."""
+    import sys
+    import time
+
+    import httpx
+
+    started: list[MnemeServe] = []
+
+    def spawn(env: dict[str, str] | None = None, *args: str) -> MnemeServe:
+        clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MNEME_", "LANGSMITH_"))}
+        full = {**clean, "MNEME_DATA_DIR": str(tmp_path / f"serve{len(started)}"), "MNEME_EMBEDDINGS": "fake",
+                "LANGSMITH_TRACING": "false", **(env or {})}
+        port = free_port()
+        log = tmp_path / f"serve{len(started)}.log"
+        with open(log, "wb") as out:
+            proc = subprocess.Popen([str(Path(sys.executable).with_name("mneme")), "serve", "--port", str(port),
+                                     *args], env=full, stdout=out, stderr=subprocess.STDOUT)
+        server = MnemeServe(proc, f"http://127.0.0.1:{port}", log)
+        started.append(server)
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                raise AssertionError(f"mneme serve exited: {server.log_text()[-2000:]}")
+            try:
+                if httpx.get(f"{server.url}/healthz", timeout=2).status_code == 200:
+                    return server
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"mneme serve did not start: {server.log_text()[-2000:]}")
+            time.sleep(0.2)
+
+    yield spawn
+    for server in started:
         server.stop()
 
 
