@@ -24,7 +24,7 @@ import jwt
 
 from mneme.config import Settings
 from mneme.errors import AuthenticationError, ConfigurationError, InvalidTenantError
-from mneme.keys import KEY_PREFIX, KeyStore
+from mneme.keys import KEY_PREFIX, KeyStore, open_key_store
 from mneme.memory.base import validate_tenant
 
 log = logging.getLogger(__name__)
@@ -143,8 +143,8 @@ class Authenticator:
     @classmethod
     def from_settings(cls, settings: Settings, *, local_admin_token: str | None = None,
                       default_user: str | None = None) -> Authenticator:
-        """The authenticator the settings configure (key file under the data directory, JWT settings)."""
-        return cls(keys=KeyStore(settings.key_path), jwt_verifier=JWTVerifier.from_settings(settings),
+        """The authenticator the settings configure (``mneme.keys.open_key_store``, JWT settings)."""
+        return cls(keys=open_key_store(settings), jwt_verifier=JWTVerifier.from_settings(settings),
                    local_admin_token=local_admin_token, default_user=default_user)
 
     @property

@@ -46,7 +46,7 @@ class Settings:
     max_body_bytes: int = 1_000_000
     """MNEME_MAX_BODY_BYTES: largest HTTP request body; refused (413) before it is read or parsed."""
     keys_file: Path | None = None
-    """MNEME_KEYS_FILE: the API key file (hashes only); default ``$MNEME_DATA_DIR/keys.sqlite3``."""
+    """MNEME_KEYS_FILE: the API key file (hashes only); default PostgreSQL if configured, else the data dir's."""
     jwt_secret: str | None = None
     """MNEME_JWT_SECRET: accept HS256 JWTs signed with this secret."""
     jwt_public_key: str | None = None
@@ -103,7 +103,7 @@ class Settings:
 
     @property
     def key_path(self) -> Path:
-        """Where API key hashes are kept (``keys_file``, else under the data directory)."""
+        """The API key file (``keys_file``, else under the data directory); see ``mneme.keys.open_key_store``."""
         return self.keys_file or self.data_dir / "keys.sqlite3"
 
     @property

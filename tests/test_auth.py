@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from mneme.auth import Authenticator, JWTVerifier, bearer_token
 from mneme.errors import AuthenticationError, InvalidTenantError
 from mneme.graph.context import Context, resolve_context
-from mneme.keys import KeyStore
+from mneme.keys import KeyStore, PostgresKeyStore
 
 SECRET = "s3cret-for-tests-only-0123456789abcdef"
 
@@ -36,27 +36,65 @@ def token(key: Any = SECRET, alg: str = "HS256", *, headers: dict[str, Any] | No
     return jwt.encode({k: v for k, v in payload.items() if v is not None}, key, algorithm=alg, headers=headers)
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.server)])
+def key_store(request: pytest.FixtureRequest, tmp_path: Path) -> KeyStore:
+    """A key store of each backend: a SQLite file, and a real PostgreSQL database."""
+    if request.param == "sqlite":
+        return KeyStore(tmp_path / "keys.sqlite3")
+    return PostgresKeyStore(request.getfixturevalue("postgres_server").database())
+
+
 def test_a_key_is_stored_as_a_hash_in_a_private_file_and_names_its_user(tmp_path: Path) -> None:
     store = KeyStore(tmp_path / "keys.sqlite3")
-    assert not store.exists()
-    record, key = store.create("alice")
-    secret = key.rsplit("_", 1)[1]
+    assert not store.exists() and not store.path.exists()  # reading creates nothing
+    _, key = store.create("alice")
     assert stat.S_IMODE(os.stat(store.path).st_mode) == 0o600
-    assert secret.encode() not in store.path.read_bytes()
-    assert store.verify(key) == record and record.user_id == "alice" and not record.admin
-    assert store.verify(key[:-1] + ("A" if key[-1] != "A" else "B")) is None
-    assert store.verify(f"mneme_{record.id}_") is None and store.verify("mneme_nothing") is None
-    listed = store.list()
-    assert [k.id for k in listed] == [record.id] and secret not in repr(listed)
+    assert key.rsplit("_", 1)[1].encode() not in store.path.read_bytes()
 
 
-def test_a_revoked_key_is_refused_but_keeps_the_server_closed(tmp_path: Path) -> None:
-    store = KeyStore(tmp_path / "keys.sqlite3")
-    record, key = store.create("bob", admin=True)
-    assert store.revoke(record.id) and not store.revoke(record.id)
-    assert store.verify(key) is None
-    assert store.exists()  # revoking the last key never re-opens dev mode
-    assert not Authenticator(keys=store).dev_mode
+def test_a_key_names_its_user_and_only_its_exact_secret_passes(key_store: KeyStore) -> None:
+    assert not key_store.exists()
+    record, key = key_store.create("alice")
+    secret = key.rsplit("_", 1)[1]
+    assert key_store.exists()
+    assert key_store.verify(key) == record and record.user_id == "alice" and not record.admin
+    assert key_store.verify(key[:-1] + ("A" if key[-1] != "A" else "B")) is None
+    assert key_store.verify(f"mneme_{record.id}_") is None and key_store.verify("mneme_nothing") is None
+    _, other = key_store.create("bob")
+    assert key_store.verify(f"mneme_{record.id}_{other.rsplit('_', 1)[1]}") is None  # bob's secret, alice's id
+    listed = key_store.list()
+    assert [k.user_id for k in listed] == ["alice", "bob"] and secret not in repr(listed)
+
+
+def test_a_revoked_key_is_refused_but_keeps_the_server_closed(key_store: KeyStore) -> None:
+    record, key = key_store.create("bob", admin=True)
+    assert key_store.verify(key) is not None and key_store.verify(key).admin  # type: ignore[union-attr]
+    assert key_store.revoke(record.id) and not key_store.revoke(record.id)
+    assert key_store.verify(key) is None
+    assert key_store.exists()  # revoking the last key never re-opens dev mode
+    assert not Authenticator(keys=key_store).dev_mode
+    assert [k.revoked_at is not None for k in key_store.list()] == [True]
+
+
+def test_postgres_settings_put_keys_in_postgres_unless_a_key_file_is_named(tmp_path: Path) -> None:
+    from mneme.config import Settings
+    from mneme.keys import open_key_store
+
+    url = "postgresql://mneme@db.example:5432/mneme"
+    assert isinstance(open_key_store(Settings.from_env({"MNEME_POSTGRES_URL": url})), PostgresKeyStore)
+    named = open_key_store(Settings.from_env({"MNEME_POSTGRES_URL": url, "MNEME_KEYS_FILE": str(tmp_path / "k")}))
+    assert not isinstance(named, PostgresKeyStore) and named.location == str(tmp_path / "k")
+    assert open_key_store(Settings.from_env({"MNEME_DATA_DIR": str(tmp_path)})).location == str(
+        tmp_path / "keys.sqlite3")
+
+
+def test_an_unreachable_key_database_is_an_error_not_dev_mode(unused_url: str) -> None:
+    from mneme.errors import StoreUnavailableError
+
+    port = unused_url.rsplit(":", 1)[1]
+    down = Authenticator(keys=PostgresKeyStore(f"postgresql://postgres@127.0.0.1:{port}/postgres"))
+    with pytest.raises(StoreUnavailableError, match="MNEME_POSTGRES_URL"):
+        down.authenticate(None, "alice")
 
 
 def test_a_bad_user_id_makes_no_key(tmp_path: Path) -> None:

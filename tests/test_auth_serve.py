@@ -200,3 +200,33 @@ def test_dev_mode_refuses_a_public_host_unless_told(tmp_path: Path) -> None:
         proc.terminate()
         proc.wait(timeout=30)
     assert "DEV MODE" in (proc.stderr.read() if proc.stderr else "")
+
+
+def test_two_servers_on_one_postgresql_share_keys_and_revocation(tmp_path: Path, postgres_server: Any) -> None:
+    """Keys made once (``mneme keys create`` with MNEME_POSTGRES_URL) are accepted by every process; a revoke too."""
+    url = postgres_server.database()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MNEME_"))}
+    env.update(MNEME_DATA_DIR=str(tmp_path / "cli"), MNEME_POSTGRES_URL=url)
+    made = subprocess.run([MNEME, "keys", "create", "--user", "alice"], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert made.returncode == 0, made.stderr
+    key = made.stdout.strip().splitlines()[-1]
+    assert not (tmp_path / "cli" / "keys.sqlite3").exists()
+    procs = []
+    try:
+        for name in ("a", "b"):
+            proc, base = start_serve(tmp_path / name, MNEME_POSTGRES_URL=url)
+            procs.append((proc, base))
+        for _, base in procs:
+            assert ask(base, "hello", key=key).status_code == 200
+            assert ask(base, "hello", headers={"X-User-Id": "alice"}).status_code == 401
+        key_id = key.split("_")[1]
+        revoked = subprocess.run([MNEME, "keys", "revoke", key_id], env=env, capture_output=True, text=True,
+                                 timeout=60)
+        assert revoked.returncode == 0, revoked.stderr
+        for _, base in procs:
+            assert ask(base, "hello", key=key).status_code == 401
+    finally:
+        for proc, _ in procs:
+            proc.terminate()
+            proc.wait(timeout=30)

@@ -11,9 +11,9 @@ from mneme.clock import to_iso
 
 def _store() -> Any:
     from mneme.config import Settings
-    from mneme.keys import KeyStore
+    from mneme.keys import open_key_store
 
-    return KeyStore(Settings.from_env().key_path)
+    return open_key_store(Settings.from_env())
 
 
 def register(subparsers: Any) -> None:
@@ -37,7 +37,7 @@ def _create(args: argparse.Namespace) -> int:
     store = _store()
     record, key = store.create(args.user, admin=args.admin, label=args.label)
     role = " (admin)" if record.admin else ""
-    print(f"created key {record.id} for user {record.user_id}{role} in {store.path}; it is shown only now:")
+    print(f"created key {record.id} for user {record.user_id}{role} in {store.location}; it is shown only now:")
     print(key)
     return 0
 
