@@ -71,6 +71,7 @@ def texts(api: Api, user: str, **params: object) -> list[str]:
     return [m["text"] for m in r.json()["memories"]]
 
 
+@pytest.mark.slow
 def test_list_search_export_and_delete_are_the_callers_own(api: Api) -> None:
     tell(api, "alice", "我住在杭州，我养了一只叫豆豆的猫")
     tell(api, "bob", "I live in Lisbon and I play the cello")
