@@ -49,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         p.add_argument("--no-forgetting", action="store_true", help="rank without the forgetting curve")
         p.add_argument("--store", choices=["chroma", "memory"], default="chroma",
                        help="a temporary embedded Chroma (default) or the in-process store")
+        p.add_argument("--langsmith", metavar="DATASET", default=None,
+                       help="also push the questions and scores to LangSmith as an experiment on DATASET "
+                            "(needs LANGSMITH_API_KEY)")
         add_json_option(p)
         p.set_defaults(func=_run)
 
@@ -69,6 +72,12 @@ def _run(args: Any) -> int:
         conversations = load_memorybank(args.history, args.qa)
     from mneme.cli.progress import Progress
 
+    rows = None
+    if args.langsmith:
+        from mneme.evaluation.experiment import ExperimentRows, langsmith_client
+
+        client = langsmith_client()  # before the work: a missing key is said at once
+        rows = ExperimentRows(ks=args.k)
     embedder = load_embedder("use-m3")
     with tempfile.TemporaryDirectory(prefix="mneme-eval-") as tmp:
         store: Any = InProcessStore(embedder) if args.store == "memory" else open_chroma_store(
@@ -81,9 +90,14 @@ def _run(args: Any) -> int:
                 writes = replay(service, conversations, progress=bar.update)
             with Progress(f"eval {args.dataset}: recall", total=questions, unit="question") as bar:
                 result = evaluate(service, conversations, ks=args.k, budgets=args.budgets,
-                                  forgetting=not args.no_forgetting, progress=bar.update)
+                                  forgetting=not args.no_forgetting, progress=bar.update,
+                                  on_question=rows.add if rows is not None else None)
         finally:
             service.close()
     result = {"dataset": args.dataset, "conversations": len(conversations), "writes": writes, **result}
+    if rows is not None:
+        from mneme.evaluation.experiment import push_experiment
+
+        result["langsmith"] = push_experiment(rows.rows, result, dataset=args.langsmith, client=client)
     emit(result, args.json_out)
     return 0

@@ -24,7 +24,7 @@ from typing import Any
 
 from mneme.evaluation.datasets import Conversation
 from mneme.memory.fusion import count_tokens, fit_budget
-from mneme.memory.service import MemoryService, RecallOptions
+from mneme.memory.service import MemoryService, Recalled, RecallOptions
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -71,9 +71,11 @@ BUDGET_POOL = 25
 
 def evaluate(service: MemoryService, conversations: Sequence[Conversation], *, ks: Sequence[int] = (1, 5, 10, 25),
              budgets: Sequence[int] = (), forgetting: bool = True, options: RecallOptions | None = None,
-             progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+             progress: Callable[[int], None] | None = None,
+             on_question: Callable[[Conversation, int, list[Recalled]], None] | None = None) -> dict[str, Any]:
     """Ask every question of every conversation and report recall@k and recall within each token budget,
-    by category, latency and isolation."""
+    by category, latency and isolation. ``on_question(conversation, index, recalled)`` sees each answer
+    (``--langsmith`` logs them)."""
     ks = sorted(set(ks))
     budgets = sorted(set(budgets))
     kmax = max(ks) if not budgets else max(max(ks), BUDGET_POOL)
@@ -90,10 +92,12 @@ def evaluate(service: MemoryService, conversations: Sequence[Conversation], *, k
     options = replace(options or RecallOptions(), k=kmax, include_documents=False, forgetting=forgetting,
                       max_context_tokens=10**9, reinforce=False, mmr=False)
     for conv in conversations:
-        for q in conv.questions:
+        for index, q in enumerate(conv.questions):
             t0 = time.perf_counter()
             items = service.recall(conv.tenant, q.text, options=options, now=conv.asked_at)
             latencies.append((time.perf_counter() - t0) * 1000.0)
+            if on_question:
+                on_question(conv, index, items)
             if progress:
                 progress(1)
             own_prefix = f"{conv.tenant}/"
