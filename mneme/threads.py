@@ -29,6 +29,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from mneme.config import Settings
 from mneme.errors import InvalidInputError, StoreUnavailableError
 from mneme.memory.base import validate_tenant
+from mneme.thread_privacy import RedactingSerializer, async_postgres_saver, postgres_saver
 
 THREAD_ID_MAX = 128
 """Longest accepted thread id (characters); longer ids are rejected, never truncated."""
@@ -191,7 +192,7 @@ def open_checkpointer(settings: Settings) -> Iterator[BaseCheckpointSaver]:
             url, min_size=1, max_size=4, open=True, timeout=10,
             kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
         try:
-            yield PostgresSaver(pool)  # type: ignore[arg-type]
+            yield postgres_saver(pool)
         finally:
             pool.close()
         return
@@ -201,7 +202,7 @@ def open_checkpointer(settings: Settings) -> Iterator[BaseCheckpointSaver]:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     try:
-        saver = SqliteSaver(db)
+        saver = SqliteSaver(db, serde=RedactingSerializer())
         saver.setup()
         yield saver
     finally:
@@ -230,7 +231,7 @@ async def aopen_checkpointer(settings: Settings) -> AsyncIterator[BaseCheckpoint
             kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
         await pool.open()
         try:
-            yield AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+            yield async_postgres_saver(pool)
         finally:
             await pool.close()
         return
@@ -240,7 +241,7 @@ async def aopen_checkpointer(settings: Settings) -> AsyncIterator[BaseCheckpoint
     path = sqlite_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     async with aiosqlite.connect(str(path), timeout=30) as conn:
-        saver = AsyncSqliteSaver(conn)
+        saver = AsyncSqliteSaver(conn, serde=RedactingSerializer())
         await saver.setup()
         yield saver
 
