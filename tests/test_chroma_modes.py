@@ -214,10 +214,16 @@ def test_memories_cli_lists_exports_and_erases_one_user(
     assert [i["id"] for i in found] == ["f"]
     lines = run_cli(["memories", "export", "--user", "alice"], capsys).splitlines()
     assert sorted(json.loads(line)["id"] for line in lines) == ["d", "e", "f"]
-    run_cli(["memories", "delete", "--user", "alice", "--id", "f", "--id", "b"], capsys)
+    from mneme.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="b"):  # bob's id is not alice's: an error, and nothing deleted
+        run_cli(["memories", "delete", "--user", "alice", "--id", "f", "--id", "b"], capsys)
+    assert {i["id"] for i in json.loads(run_cli(["memories", "list", "--user", "alice", "--json"], capsys))} \
+        == {"f", "e", "d"}
+    run_cli(["memories", "delete", "--user", "alice", "--id", "f"], capsys)
     left = json.loads(run_cli(["memories", "list", "--user", "alice", "--json"], capsys))
     assert {i["id"] for i in left} == {"e", "d"}
-    run_cli(["memories", "delete", "--user", "alice", "--all"], capsys)
+    run_cli(["memories", "delete", "--user", "alice", "--all", "--yes"], capsys)
     assert json.loads(run_cli(["memories", "list", "--user", "alice", "--json"], capsys)) == []
     assert [i["id"] for i in json.loads(run_cli(["memories", "list", "--user", "bob", "--json"], capsys))] == ["b"]
 
