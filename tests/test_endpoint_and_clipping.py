@@ -1,11 +1,15 @@
 """Issue 13 item 6: embeddings through OPENAI_BASE_URL need no key (like chat); a clipped message is said.
 
 The embeddings go through the real ``OpenAIEmbeddings`` client to ``FakeOpenAIServer`` on a loopback port.
-Clipping runs the real graph (``FakeChatModel``, in-process store).
+Clipping runs the real graph (``FakeChatModel``, in-process store) and the real ``mneme chat``.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +24,10 @@ from mneme.memory.service import MemoryService
 from mneme.stores import open_service, settings_embedder
 from mneme.testing import FakeChatModel, FakeEmbeddings, FakeOpenAIServer
 
+MNEME = str(Path(sys.executable).with_name("mneme"))
 
+
+@pytest.mark.slow  # importing langchain_openai alone takes seconds
 def test_openai_embeddings_at_a_base_url_need_no_key(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
     settings = Settings.from_env({"MNEME_EMBEDDINGS": "openai:nomic-embed-text", "OPENAI_BASE_URL": fake_openai.url,
                                   "MNEME_DATA_DIR": str(tmp_path / "data")})
@@ -81,3 +88,24 @@ def test_a_clipped_message_is_said_in_the_memory_report() -> None:
     kept = episode.text.removeprefix("user: ").split("\nassistant:")[0]
     assert len(kept) <= 1000 and text.startswith(kept.rstrip("…"))
     assert "clipped" not in _say(graph, "我也喜欢龙井茶", thread="t2")  # a short one says nothing
+
+
+@pytest.mark.slow
+def test_mneme_chat_says_a_message_is_too_long_and_keeps_a_long_one_whole(tmp_path: Path) -> None:
+    """The CLI has one limit, the serving one: over it the message is refused with a line saying so (nothing
+    stored); under it, even far past the old hidden 4,000 characters, memory keeps it whole."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MNEME_", "LANGSMITH_"))}
+    env.update(MNEME_DATA_DIR=str(tmp_path / "data"), MNEME_EMBEDDINGS="fake", MNEME_MAX_MESSAGE_CHARS="6000",
+               LANGSMITH_TRACING="false")
+    too_long = "I keep a diary about the tea gardens near Hangzhou. " * 120  # 6,240 characters
+    long = "我在写一本关于杭州茶园的小说，" * 350  # 5,250 characters
+    proc = subprocess.run([MNEME, "chat", "-u", "u1"], input=f"{too_long}\n{long}\n", env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert f"message is {len(too_long):,} characters long; the limit is 6,000 (MNEME_MAX_MESSAGE_CHARS)" \
+        in proc.stderr
+    listed = subprocess.run([MNEME, "memories", "list", "-u", "u1", "--json"], env=env, capture_output=True,
+                            text=True, timeout=300)
+    episodes = [m["text"] for m in json.loads(listed.stdout) if m["kind"] == "episodic"]
+    assert not any("diary" in t for t in episodes)
+    assert any(long.strip() in t for t in episodes)

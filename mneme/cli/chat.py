@@ -52,11 +52,6 @@ def reply(graph: Any, message: str, *, config: dict[str, Any], context: dict[str
     except MnemeError as exc:
         print(f"mneme: error: {exc}", file=sys.stderr, flush=True)
         return f"[error] {exc}"
-    report = state.get("memory_report") or {}
-    if report.get("clipped"):
-        print(f"mneme: this message has {report['chars']:,} characters; memory keeps the first {report['kept']:,} "
-              "(MNEME_MAX_MESSAGE_CHARS). Ingest long text as a document instead (mneme ingest).",
-              file=sys.stderr, flush=True)
     return str(state.get("answer", ""))
 
 
