@@ -152,6 +152,19 @@ class Authenticator:
         """True when neither keys nor JWTs are configured: the caller's own claim names the user."""
         return self.jwt is None and not (self.keys is not None and self.keys.exists())
 
+    def describe(self) -> str:
+        """One line for the start-up log: how callers are identified here."""
+        if self.dev_mode:
+            return "dev mode (the caller names the user)"
+        ways = []
+        if self.keys is not None and self.keys.exists():
+            ways.append(f"API keys ({self.keys.location})")
+        if self.jwt is not None:
+            ways.append("JWT (" + ", ".join(name for name, on in (
+                ("HS256", self.jwt.secret), ("PEM public key", self.jwt.public_key is not None),
+                ("JWKS", self.jwt.jwks is not None)) if on) + ")")
+        return "credentials required: " + " and ".join(ways)
+
     def _is_local_admin(self, token: str) -> bool:
         return self._admin_digest is not None and hmac.compare_digest(
             self._admin_digest, hashlib.sha256(token.encode()).digest())

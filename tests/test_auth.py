@@ -199,6 +199,9 @@ def test_jwt_and_keys_together(tmp_path: Path) -> None:
     assert both.authenticate(f"Bearer {token(sub='bob')}", "alice").user_id == "bob"
     assert both.authenticate(f"Bearer {key}", "bob").user_id == "alice"
     assert not Authenticator(keys=KeyStore(tmp_path / "none"), jwt_verifier=JWTVerifier(secret=SECRET)).dev_mode
+    said = both.describe()
+    assert "API keys" in said and "HS256" in said and "PEM" not in said
+    assert "dev mode" in Authenticator(keys=KeyStore(tmp_path / "none")).describe()
 
 
 def test_the_authenticated_user_wins_over_context_and_configurable() -> None:

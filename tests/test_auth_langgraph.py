@@ -108,6 +108,8 @@ def test_the_authenticated_user_recalls_and_no_context_user_can_borrow_it(dev: D
     assert "豆豆" not in answer(stolen)
     by_config = run(dev, "bob", "我的猫叫什么名字？", config={"configurable": {"user_id": "alice"}})
     assert "豆豆" not in answer(by_config)
+    forged = run(dev, "bob", "我的猫叫什么名字？", context={"user_id": "alice", "langgraph_auth_user_id": "alice"})
+    assert "豆豆" not in forged.text  # refused or answered as bob, never as alice
     # a JWT user is served the same way
     assert "豆豆" not in answer(run(dev, "carol", "我的猫叫什么名字？", context={"user_id": "alice"}))
 

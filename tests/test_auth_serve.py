@@ -41,13 +41,15 @@ def start_serve(data_dir: Path, *args: str, **env_extra: str) -> tuple[subproces
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MNEME_", "LANGSMITH_"))}
     env.update(MNEME_DATA_DIR=str(data_dir), MNEME_EMBEDDINGS="fake", **env_extra)
     port = free_port()
-    proc = subprocess.Popen([MNEME, "serve", "--port", str(port), *args], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with (data_dir / "serve.log").open("w") as log:  # a file, not a pipe nobody drains
+        proc = subprocess.Popen([MNEME, "serve", "--port", str(port), *args], env=env, stdout=subprocess.DEVNULL,
+                                stderr=log, text=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while True:
         if proc.poll() is not None:
-            raise AssertionError(proc.stderr.read() if proc.stderr else "mneme serve exited")
+            raise AssertionError((data_dir / "serve.log").read_text())
         try:
             if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
                 return proc, url
@@ -79,6 +81,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
                                             serialization.PublicFormat.SubjectPublicKeyInfo).decode()
     proc, url = start_serve(data, MNEME_JWT_SECRET=SECRET, MNEME_JWT_PUBLIC_KEY=pem, MNEME_JWT_AUDIENCE=AUD,
                             MNEME_JWT_ISSUER=ISS)
+    assert "credentials required: API keys" in (data / "serve.log").read_text()
     try:
         yield Server(url, data, keys, private, proc)
     finally:
@@ -199,7 +202,7 @@ def test_dev_mode_refuses_a_public_host_unless_told(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    assert "DEV MODE" in (proc.stderr.read() if proc.stderr else "")
+    assert "DEV MODE" in (tmp_path / "data2" / "serve.log").read_text()
 
 
 def test_two_servers_on_one_postgresql_share_keys_and_revocation(tmp_path: Path, postgres_server: Any) -> None:

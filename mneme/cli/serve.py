@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import logging
+import sys
 from typing import Any
 
 from mneme.errors import ConfigurationError
@@ -55,8 +56,10 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigurationError(
                 f"refusing to serve {args.host} in dev mode (no API keys, no JWT settings: anyone could name any "
                 "user). Create keys (`mneme keys create --user U`), set MNEME_JWT_*, or pass --insecure-dev-auth")
-    elif args.default_user:
-        log.warning("--default-user is ignored: keys or JWTs are configured, so credentials name the user")
+    else:
+        print(f"mneme serve: {authenticator.describe()}", file=sys.stderr)
+        if args.default_user:
+            log.warning("--default-user is ignored: keys or JWTs are configured, so credentials name the user")
     class Server(uvicorn.Server):
         # uvicorn re-raises SIGTERM/SIGINT after its shutdown, so the file is written once the socket is bound
         # and removed in shutdown, not in a ``finally`` that a re-raised signal would skip.
