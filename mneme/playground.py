@@ -2,15 +2,17 @@
 
 One small self-contained page (no build step, no external assets: it works offline) over the same
 ``/agent/invoke`` route as any client. It shows the conversation, carries the thread the server returns
-(``X-Thread-Id``) until "New thread", and sends the identity the server expects: an API key as
-``Authorization: Bearer`` when one is typed, and in dev mode a user id as ``X-User-Id`` (or nothing,
-when the server has a default user). Errors (401, 413 …) are shown, never swallowed. Replies are
-inserted as text, never as HTML.
+(``X-Thread-Id``) until "New thread", and sends the identity the server expects, which it asks
+``auth`` beside it: with keys or JWTs configured, the key typed in its field as ``Authorization: Bearer``;
+in dev mode a user id as ``X-User-Id`` (the server's ``--default-user``, else ``local``, editable).
+Errors (401, 413 …) are shown, never swallowed. Replies are inserted as text, never as HTML.
 """
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from typing import Any
+
+from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 PAGE = """<!doctype html>
@@ -49,8 +51,9 @@ PAGE = """<!doctype html>
 <body>
 <header>
   <h1>Mneme</h1>
-  <input id="key" type="password" placeholder="API key (if the server uses keys)" autocomplete="off">
-  <input id="user" placeholder="user id (dev mode)" autocomplete="off">
+  <input id="key" type="password" placeholder="API key or JWT" autocomplete="off" hidden>
+  <input id="user" placeholder="user id (dev mode)" autocomplete="off" hidden>
+  <span id="mode" class="thread"></span>
   <button id="new-thread" type="button">New thread</button>
   <span class="thread">thread: <code id="thread">new</code></span>
 </header>
@@ -65,10 +68,22 @@ PAGE = """<!doctype html>
   const $ = (id) => document.getElementById(id);
   const endpoint = new URL("../invoke", window.location.href).toString();
   let thread = null;
+  let devMode = false;
   for (const id of ["key", "user"]) {
     $(id).value = localStorage.getItem("mneme." + id) || "";
     $(id).addEventListener("change", () => localStorage.setItem("mneme." + id, $(id).value.trim()));
   }
+  const ready = fetch(new URL("auth", window.location.href)).then((r) => r.json()).then((auth) => {
+    devMode = !!auth.dev_mode;
+    if (devMode) {
+      $("user").hidden = false;
+      if (!$("user").value) $("user").value = auth.default_user || "local";
+      $("mode").textContent = "dev mode: you name the user";
+    } else {
+      $("key").hidden = false;
+      $("mode").textContent = "sign in with your API key";
+    }
+  }).catch(() => { $("key").hidden = false; $("user").hidden = false; });
   function show(role, text, recalled) {
     const empty = $("empty"); if (empty) empty.remove();
     const div = document.createElement("div");
@@ -94,9 +109,10 @@ PAGE = """<!doctype html>
   function setThread(id) { thread = id; $("thread").textContent = id || "new"; }
   async function send(text) {
     const headers = { "content-type": "application/json" };
+    await ready;
     const key = $("key").value.trim(), user = $("user").value.trim();
-    if (key) headers["Authorization"] = "Bearer " + key;
-    if (user) headers["X-User-Id"] = user;
+    if (key && !devMode) headers["Authorization"] = "Bearer " + key;
+    if (user && devMode) headers["X-User-Id"] = user;
     if (thread) headers["X-Thread-Id"] = thread;
     const body = JSON.stringify({ input: { messages: [{ role: "user", content: text }] } });
     const response = await fetch(endpoint, { method: "POST", headers, body });
@@ -160,5 +176,12 @@ def add_playground(app: FastAPI, path: str = "/agent/playground/") -> None:
     async def redirect() -> RedirectResponse:
         return RedirectResponse(path)
 
+    async def auth(request: Request) -> dict[str, Any]:
+        """How the page should name the user: dev mode (and its default user) or keys."""
+        authenticator = getattr(request.app.state, "authenticator", None)
+        dev = bool(getattr(authenticator, "dev_mode", True))
+        return {"dev_mode": dev, "default_user": getattr(authenticator, "default_user", None) if dev else None}
+
     app.add_api_route(path, page, methods=["GET"], include_in_schema=False)
+    app.add_api_route(f"{path}auth", auth, methods=["GET"], include_in_schema=False)
     app.add_api_route(path.rstrip("/"), redirect, methods=["GET"], include_in_schema=False)
