@@ -21,7 +21,7 @@ from langgraph.runtime import Runtime
 
 from mneme import tracing
 from mneme.clock import Clock, system_clock, to_iso
-from mneme.errors import InvalidInputError, ModelUnavailableError
+from mneme.errors import InvalidInputError, JournalWriteError, ModelUnavailableError
 from mneme.graph import degraded
 from mneme.graph.context import Context, resolve_context, thread_id_of
 from mneme.graph.state import State
@@ -189,10 +189,15 @@ def _recalled(items: list[Recalled]) -> dict[str, Any]:
     return {"recalled": out}
 
 
-def _unrecalled(state: State, exc: Exception, user_id: str) -> dict[str, Any]:
-    # the store is down or frozen: answer without recall, and say so
+def _unrecalled(state: State, exc: Exception, user_id: str, memory: MemoryService, ctx: Context) -> dict[str, Any]:
+    # the store is down or frozen: answer without recall, and say so; the user's queued turns (on local
+    # disk, not in the store yet) still count, so what they just said is not forgotten
     log.warning("recall failed for user %s; answering without recall: %s: %s", user_id, type(exc).__name__, exc)
-    return {"recalled": [], **degraded.add(state, degraded.STORE_UNAVAILABLE)}
+    try:
+        queued = memory.recall_pending(user_id, state.get("query", ""), options=ctx.to_recall_options())
+    except Exception:  # noqa: BLE001
+        queued = []
+    return {**_recalled(queued), **degraded.add(state, degraded.STORE_UNAVAILABLE)}
 
 
 async def retrieve(
@@ -206,13 +211,13 @@ async def retrieve(
     query = state.get("query", "")
     if not query.strip():
         return {"recalled": []}
+    memory = memory_of(runtime, service)
     try:
-        return _recalled(await tracing.arecall(memory_of(runtime, service), ctx.user_id, query,
-                                               options=ctx.to_recall_options()))
+        return _recalled(await tracing.arecall(memory, ctx.user_id, query, options=ctx.to_recall_options()))
     except InvalidInputError:
         raise
     except Exception as exc:  # noqa: BLE001 - any store failure: the turn goes on without recall
-        return _unrecalled(state, exc, ctx.user_id)
+        return _unrecalled(state, exc, ctx.user_id, memory, ctx)
 
 
 def retrieve_sync(
@@ -223,13 +228,13 @@ def retrieve_sync(
     query = state.get("query", "")
     if not query.strip():
         return {"recalled": []}
+    memory = memory_of(runtime, service)
     try:
-        return _recalled(tracing.recall(memory_of(runtime, service), ctx.user_id, query,
-                                        options=ctx.to_recall_options()))
+        return _recalled(tracing.recall(memory, ctx.user_id, query, options=ctx.to_recall_options()))
     except InvalidInputError:
         raise
     except Exception as exc:  # noqa: BLE001
-        return _unrecalled(state, exc, ctx.user_id)
+        return _unrecalled(state, exc, ctx.user_id, memory, ctx)
 
 
 # -- generate ----------------------------------------------------------------------------------------
@@ -362,13 +367,16 @@ def _reported(state: State, report: WriteReport, clipped: dict[str, Any]) -> dic
     attempts = int(state.get("model_attempts") or 0) + report.model_calls
     out: dict[str, Any] = {"memory_report": {
         "stored": list(report.stored), "skipped": report.skipped, "redactions": dict(report.redactions),
-        "model_calls": attempts, **clipped}, "model_attempts": attempts}
+        "model_calls": attempts, **({"queued": list(report.queued)} if report.queued else {}), **clipped},
+        "model_attempts": attempts}
     if report.fallback:
         out.update(degraded.add(state, degraded.EXTRACTION_FAILED))
     return out
 
 
 def _failed(exc: Exception, user_id: str) -> dict[str, Any]:
+    if isinstance(exc, JournalWriteError):  # the turn was not kept at all: the caller must hear it, never a 200
+        raise exc
     log.error("could not store the turn of user %s: %s", user_id, exc, exc_info=exc)
     return {"memory_report": {"stored": [], "skipped": "error", "error": f"{type(exc).__name__}: {exc}"}}
 
@@ -377,7 +385,11 @@ async def write_memory(
     state: State, config: RunnableConfig, runtime: Runtime[Context], *,
     service: MemoryService, model: BaseChatModel | None, caller: ModelCaller | None = None,
 ) -> dict[str, Any]:
-    """Remember the turn; never raises into the reply (failures are logged and reported)."""
+    """Acknowledge the turn: journal it (stored in a background batch) or, without a journal, store it now.
+
+    Storage failures are logged and reported, never raised into the reply; a turn that cannot even be
+    journaled raises ``JournalWriteError`` (nothing was kept, so no success may be returned).
+    """
     ctx = resolve_context(runtime.context, config)
     done, kwargs = _write_plan(state, ctx, model, config)
     if done is not None:

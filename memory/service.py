@@ -21,7 +21,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mneme.clock import Clock, system_clock
 from mneme.memory import documents
@@ -37,16 +37,20 @@ from mneme.memory.base import (
 from mneme.memory.forgetting import ForgettingPolicy
 from mneme.memory.indexed import IndexedStore
 from mneme.memory.indexing import context_of, search_text
+from mneme.memory.journal import JournalEntry, WriteJournal, new_entry_id, record_ids
 from mneme.memory.keyword import KeywordEntry, KeywordIndex
 from mneme.memory.lowvalue import is_low_value
 from mneme.memory.ranking import Candidate, Recalled, RecallOptions, rank, select
 from mneme.memory.redaction import redact
-from mneme.memory.timewindow import parse_time_window
+from mneme.memory.timewindow import TimeWindow, parse_time_window, time_affinity
 from mneme.memory.writing import TurnPlan, WritePolicy, aplan_turn, plan_turn
+
+if TYPE_CHECKING:
+    from mneme.memory.applier import JournalApplier
 
 logger = logging.getLogger("mneme.memory.service")
 
-__all__ = ["MemoryService", "RecallOptions", "Recalled", "WriteReport"]
+__all__ = ["MemoryService", "RecallOptions", "Recalled", "TurnRequest", "WriteReport"]
 
 MAX_QUERY_CHARS = 4000
 
@@ -62,6 +66,50 @@ class WriteReport:
     redactions: dict[str, int] = field(default_factory=dict)
     model_calls: int = 0
     fallback: bool = False
+    queued: list[str] = field(default_factory=list)
+    """Journal entries this turn was acknowledged as (journal mode): stored later, in a batch."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``memory_report`` a graph run returns."""
+        out: dict[str, Any] = {"stored": list(self.stored), "skipped": self.skipped,
+                               "redactions": dict(self.redactions), "model_calls": self.model_calls}
+        if self.queued:
+            out["queued"] = list(self.queued)
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnRequest:
+    """One turn to remember (``remember_turns``, the journal's applier)."""
+
+    user_id: str
+    user_text: str
+    assistant_text: str = ""
+    thread_id: str | None = None
+    turn_ids: tuple[str, ...] = ()
+    now: float = 0.0
+    """When the turn happened (the records' ``created_at``)."""
+    id: str | None = None
+    """A stable id (the journal entry's): records get ids derived from it, so a replay is idempotent."""
+    redactions: dict[str, int] = field(default_factory=dict)
+    """Identifiers already replaced in the texts before they were journaled, by kind."""
+
+    @classmethod
+    def of(cls, entry: JournalEntry) -> TurnRequest:
+        """The request a journal entry holds."""
+        return cls(user_id=entry.user_id, user_text=entry.user_text, assistant_text=entry.assistant_text,
+                   thread_id=entry.thread_id, turn_ids=entry.turn_ids, now=entry.created_at, id=entry.id,
+                   redactions=dict(entry.redactions))
+
+
+@dataclass
+class _Batch:
+    """What a batch of turns has planned so far: later turns of the batch read it before the store."""
+
+    records: dict[str, MemoryRecord] = field(default_factory=dict)
+    hashes: set[tuple[str, str]] = field(default_factory=set)
+    slots: dict[tuple[str, Kind, str], MemoryRecord] = field(default_factory=dict)
+    replies: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 def _new_id(prefix: str) -> str:
@@ -85,7 +133,10 @@ class MemoryService:
         forgetting: ForgettingPolicy | None = None,
         writing: WritePolicy | None = None,
         model: Any = None,
+        journal: WriteJournal | None = None,
     ) -> None:
+        """``journal=None`` writes each turn synchronously (tests, evaluation); with a journal, turns are
+        acknowledged once journaled and a background thread stores them in batches (``open_service``)."""
         self.indexed = IndexedStore(store, keyword if keyword is not None else KeywordIndex(None))
         """The store and its keyword index, kept in step: every write that changes what is searchable."""
         self.store = store
@@ -96,11 +147,21 @@ class MemoryService:
         self.model = model
         self._last_reply: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._lock = threading.Lock()
+        self.write_lock = threading.RLock()
+        """Held while a batch is stored: erasure waits for an in-flight batch instead of racing it."""
+        self.journal = journal
+        self.applier: JournalApplier | None = None
+        if journal is not None:
+            from mneme.memory.applier import JournalApplier
+
+            self.applier = JournalApplier(journal, self)
+            self.applier.start()
 
     # -- consistency (owned by IndexedStore; these names stay for callers) ------------------------
     def sync_keyword_index(self, *, force: bool = False, only_if_needed: bool = False) -> int:
         """Rebuild the keyword index from the store where they disagree (see ``IndexedStore.sync``)."""
-        return self.indexed.sync(force=force, only_if_needed=only_if_needed)
+        with self.write_lock:  # the journal's applier writes in the background
+            return self.indexed.sync(force=force, only_if_needed=only_if_needed)
 
     def _catch_up(self, user_id: str) -> None:
         self.indexed.catch_up(user_id)
@@ -119,6 +180,8 @@ class MemoryService:
         query = clean_text(query or "").strip()[:MAX_QUERY_CHARS]
         if not query or opts.k <= 0 or is_low_value(query):
             return []  # "谢谢！" recalls nothing: listing memories for it would only be noise
+        # Read-your-writes: queued turns first, so one applied meanwhile is found in the store instead.
+        pending = self.journal.search(user_id, query, k=max(30, 4 * opts.k)) if self.journal is not None else []
         self._catch_up(user_id)
         if opts.include_documents:
             self._catch_up(SHARED_TENANT)  # documents another process ingested
@@ -145,17 +208,63 @@ class MemoryService:
         if stale:  # deleted elsewhere (another process, a crash between writes): heal the index
             logger.debug("dropping %d stale keyword entries", len(stale))
             self.indexed.drop_stale(stale)
-        if not records:
+        if not records and not pending:
             return []
         candidates = [Candidate(rec, dense_scores.get(rid), keyword_scores.get(rid)) for rid, rec in records.items()]
         ranked = rank(candidates, opts, now=now, window=window, forgetting=self.forgetting)
+        if pending:
+            ranked = sorted(ranked + self._pending_items(pending, opts, window, exclude=set(records)),
+                            key=lambda it: (-it.score, it.id))
         out = select(ranked, opts, embed=self.store.embedder.embed)
         if opts.reinforce:
             try:  # a side write: recall answers even when it fails (disk full, store read-only)
-                self.reinforce(user_id, [it.id for it in out if it.source == "memory"], now=now)
+                self.reinforce(user_id, [it.id for it in out if it.source == "memory"
+                                         and not it.metadata.get("queued")], now=now)
             except Exception as exc:  # noqa: BLE001
                 logger.warning("recall: could not reinforce the recalled memories of %s: %s: %s", user_id,
                                type(exc).__name__, exc)
+        return out
+
+    def recall_pending(self, user_id: str, query: str, *, options: RecallOptions | None = None,
+                       now: float | None = None) -> list[Recalled]:
+        """Only the user's queued (journaled, not yet stored) turns that match ``query``: recall while the
+        store is unreachable."""
+        user_id = validate_tenant(user_id)
+        opts = options or RecallOptions()
+        query = clean_text(query or "").strip()[:MAX_QUERY_CHARS]
+        if self.journal is None or not query or opts.k <= 0 or is_low_value(query):
+            return []
+        now = self.clock() if now is None else now
+        window = parse_time_window(query, now) if opts.time_aware else None
+        items = self._pending_items(self.journal.search(user_id, query, k=opts.k), opts, window, exclude=set())
+        return select(sorted(items, key=lambda it: (-it.score, it.id)), opts)
+
+    def _pending_items(self, hits: Sequence[tuple[JournalEntry, float]], opts: RecallOptions,
+                       window: TimeWindow | None, *, exclude: set[str]) -> list[Recalled]:
+        """Queued turns as recalled items: the query's share of words they hold is their relevance (they are
+        fresh, so the forgetting curve leaves them as they are). Ids are the records they will become."""
+        out: list[Recalled] = []
+        if opts.memory_weight <= 0:
+            return out
+        for entry, overlap in hits:
+            ep_id, sum_id = record_ids(entry.id)
+            rid = ep_id if entry.preview.startswith("user:") else sum_id
+            if rid in exclude or not entry.preview:
+                continue
+            relevance = overlap
+            signals = {"keyword": overlap, "queued": 1.0}
+            if window is not None:
+                affinity = time_affinity(entry.created_at, window)
+                relevance += opts.time_weight * affinity
+                signals["time"] = affinity
+            relevance *= opts.memory_weight
+            signals["relevance"] = relevance
+            if relevance < opts.score_floor:
+                continue
+            out.append(Recalled(
+                id=rid, kind=Kind.EPISODIC if rid == ep_id else Kind.SUMMARY, text=entry.preview, score=relevance,
+                source="memory", created_at=entry.created_at, source_turns=list(entry.turn_ids),
+                thread_id=entry.thread_id, metadata={"queued": True}, signals=signals, user_id=entry.user_id))
         return out
 
     async def arecall(self, user_id: str, query: str, *, options: RecallOptions | None = None,
@@ -178,84 +287,201 @@ class MemoryService:
     def remember_turn(self, user_id: str, *, user_text: str, assistant_text: str = "",
                       thread_id: str | None = None, now: float | None = None,
                       turn_ids: Sequence[str] = (), model: Any = None) -> WriteReport:
-        """Store one turn of ``user_id`` as memory, following the writing policy."""
-        user_id = validate_tenant(user_id)
+        """Store one turn of ``user_id`` as memory now, following the writing policy (synchronous)."""
         user_text, assistant_text = clean_text(user_text), clean_text(assistant_text)
+        request = TurnRequest(user_id=validate_tenant(user_id), user_text=user_text, assistant_text=assistant_text,
+                              thread_id=thread_id, now=self.clock() if now is None else now,
+                              turn_ids=tuple(turn_ids))
         plan = plan_turn(user_text, assistant_text, policy=self.writing, model=model or self.model)
-        return self._store_plan(user_id, plan, assistant_text=assistant_text, thread_id=thread_id,
-                                now=self.clock() if now is None else now, turn_ids=turn_ids)
+        return self.store_turns([request], [plan])[0]
 
     async def aremember_turn(self, user_id: str, *, user_text: str, assistant_text: str = "",
                              thread_id: str | None = None, now: float | None = None,
                              turn_ids: Sequence[str] = (), model: Any = None) -> WriteReport:
         """Async twin of ``remember_turn`` (the model call is awaited; storage runs in a thread)."""
-        user_id = validate_tenant(user_id)
         user_text, assistant_text = clean_text(user_text), clean_text(assistant_text)
+        request = TurnRequest(user_id=validate_tenant(user_id), user_text=user_text, assistant_text=assistant_text,
+                              thread_id=thread_id, now=self.clock() if now is None else now,
+                              turn_ids=tuple(turn_ids))
         plan = await aplan_turn(user_text, assistant_text, policy=self.writing, model=model or self.model)
-        now = self.clock() if now is None else now
-        return await asyncio.to_thread(self._store_plan, user_id, plan, assistant_text=assistant_text,
-                                       thread_id=thread_id, now=now, turn_ids=turn_ids)
+        return (await asyncio.to_thread(self.store_turns, [request], [plan]))[0]
 
-    def _store_plan(self, user_id: str, plan: TurnPlan, *, assistant_text: str, thread_id: str | None,
-                    now: float, turn_ids: Sequence[str]) -> WriteReport:
+    def enqueue_turn(self, user_id: str, *, user_text: str, assistant_text: str = "",
+                     thread_id: str | None = None, now: float | None = None,
+                     turn_ids: Sequence[str] = (), model: Any = None) -> WriteReport:
+        """Acknowledge a turn: journal it (redacted, fsync'd) and return; a background batch stores it.
+
+        Without a journal this is ``remember_turn``. Raises ``JournalWriteError`` when the turn cannot be
+        journaled: then nothing was kept and the caller must say so.
+        """
+        if self.journal is None:
+            return self.remember_turn(user_id, user_text=user_text, assistant_text=assistant_text,
+                                      thread_id=thread_id, now=now, turn_ids=turn_ids, model=model)
+        entry, report = self._journal_entry(user_id, user_text, assistant_text, thread_id, now, turn_ids, model)
+        if entry is not None:
+            self.journal.append(entry)
+        return report
+
+    async def aenqueue_turn(self, user_id: str, *, user_text: str, assistant_text: str = "",
+                            thread_id: str | None = None, now: float | None = None,
+                            turn_ids: Sequence[str] = (), model: Any = None) -> WriteReport:
+        """Async twin of ``enqueue_turn``: awaits the group commit without holding a thread."""
+        if self.journal is None:
+            return await self.aremember_turn(user_id, user_text=user_text, assistant_text=assistant_text,
+                                             thread_id=thread_id, now=now, turn_ids=turn_ids, model=model)
+        entry, report = self._journal_entry(user_id, user_text, assistant_text, thread_id, now, turn_ids, model)
+        if entry is not None:
+            await asyncio.wrap_future(self.journal.submit(entry))
+        return report
+
+    def _journal_entry(self, user_id: str, user_text: str, assistant_text: str, thread_id: str | None,
+                       now: float | None, turn_ids: Sequence[str], model: Any) -> tuple[JournalEntry | None,
+                                                                                        WriteReport]:
+        """The journal entry of a turn (redacted texts), or none when the policy skips the turn outright."""
+        user_id = validate_tenant(user_id)
+        user_text, assistant_text = clean_text(user_text), clean_text(assistant_text or "")
+        if model is not None and self.applier is not None:
+            self.applier.model = model  # the graph's model does the extraction when the batch is applied
+        # The no-model plan: the skip decision (model-independent) and what recall shows while queued.
+        preview = plan_turn(user_text, assistant_text, policy=self.writing, model=None)
+        report = WriteReport(redactions=dict(preview.redactions))
+        if preview.skipped:
+            report.skipped = preview.skip_reason
+            return None, report
+        # Redact exactly as the policy does (a generous prefix), so no identifier reaches the disk.
+        ru = redact(user_text[: self.writing.max_user_chars * 2], self.writing.redaction)
+        ra = redact((assistant_text or "")[: self.writing.max_assistant_chars * 2], self.writing.redaction)
+        counts = dict(ru.counts)
+        for kind, n in ra.counts.items():
+            counts[kind] = counts.get(kind, 0) + n
+        entry = JournalEntry(id=new_entry_id(), user_id=user_id, user_text=ru.text, assistant_text=ra.text,
+                             thread_id=thread_id, turn_ids=tuple(turn_ids), redactions=counts,
+                             preview=preview.episodic_text or preview.summary_text or "",
+                             created_at=self.clock() if now is None else now)
+        report.queued = [entry.id]
+        return entry, report
+
+    def drain(self, timeout: float | None = 30.0) -> bool:
+        """Wait until every journaled turn is stored (or ``timeout`` seconds); True when none is left."""
+        return True if self.applier is None else self.applier.drain(timeout)
+
+    def remember_turns(self, requests: Sequence[TurnRequest], *, model: Any = None) -> list[WriteReport]:
+        """Store many turns at once: one plan per turn, then ONE embedding call and ONE store write for all.
+
+        Turns are applied in order, as if remembered one by one (a later turn's fact update sees an
+        earlier one's in the same batch). Requests with an ``id`` get records ids derived from it, so
+        storing the same request twice (a replay) writes the same records again, never duplicates.
+        """
+        plans = [plan_turn(r.user_text, r.assistant_text, policy=self.writing, model=model or self.model)
+                 for r in requests]
+        return self.store_turns(requests, plans)
+
+    def plan(self, request: TurnRequest, *, model: Any = None) -> TurnPlan:
+        """The writing policy's plan for one request (the one model call of a turn, when a model is set)."""
+        plan = plan_turn(request.user_text, request.assistant_text, policy=self.writing, model=model or self.model)
+        if request.redactions:  # redacted before journaling: the counts travel with the request
+            merged = dict(request.redactions)
+            for kind, n in plan.redactions.items():
+                merged[kind] = merged.get(kind, 0) + n
+            plan.redactions = merged
+        return plan
+
+    def store_turns(self, requests: Sequence[TurnRequest], plans: Sequence[TurnPlan]) -> list[WriteReport]:
+        """Store already planned turns: their records are embedded in one call and written in one batch."""
+        batch = _Batch()
+        reports: list[WriteReport] = []
+        for request, plan in zip(requests, plans, strict=True):
+            reports.append(self._plan_records(validate_tenant(request.user_id), plan, request, batch))
+        records = list(batch.records.values())
+        if records:
+            vectors = self.store.embedder.embed([search_text(r) for r in records])
+            self.indexed.add([replace(r, embedding=v) for r, v in zip(records, vectors, strict=True)])
+        with self._lock:  # only now: a failed batch is retried with the replies it saw the first time
+            for key, reply in batch.replies.items():
+                self._last_reply[key] = reply
+                self._last_reply.move_to_end(key)
+            while len(self._last_reply) > 10_000:
+                self._last_reply.popitem(last=False)
+        return reports
+
+    def _plan_records(self, user_id: str, plan: TurnPlan, request: TurnRequest, batch: _Batch) -> WriteReport:
+        """The records one planned turn adds to ``batch`` (read against the store and the batch so far)."""
+        now, thread_id = request.now, request.thread_id
         report = WriteReport(redactions=dict(plan.redactions), model_calls=plan.model_calls,
                              fallback=plan.fallback)
         thread_key = (user_id, thread_id or "")
-        previous = self._last_reply.get(thread_key)
-        if assistant_text:
-            with self._lock:
-                self._last_reply[thread_key] = redact(assistant_text, self.writing.redaction).text
-                self._last_reply.move_to_end(thread_key)
-                while len(self._last_reply) > 10_000:
-                    self._last_reply.popitem(last=False)
+        previous = batch.replies.get(thread_key, self._last_reply.get(thread_key))
+        if request.assistant_text:
+            batch.replies[thread_key] = redact(request.assistant_text, self.writing.redaction).text
         if plan.skipped:
             report.skipped = plan.skip_reason
             return report
         # An exact repeat adds no episode, but may still change a fact ("我住在上海" again after a move).
-        repeat = bool(plan.content_hash) and any(True for _ in self.store.scan(
-            user_id, kinds=[Kind.EPISODIC, Kind.SUMMARY], where={"content_hash": plan.content_hash},
-            batch_size=1))
+        repeat = bool(plan.content_hash) and ((user_id, plan.content_hash) in batch.hashes
+                                              or self._has_hash(user_id, plan.content_hash))
         meta: dict[str, Any] = {"content_hash": plan.content_hash, "language": plan.language}
         for kind, n in plan.redactions.items():
             meta[f"redacted_{kind}"] = n
         if plan.fallback:
             meta["model_fallback"] = True
         base: dict[str, Any] = dict(user_id=user_id, created_at=now, thread_id=thread_id,
-                                    source_turns=list(turn_ids), importance=plan.importance,
+                                    source_turns=list(request.turn_ids), importance=plan.importance,
                                     emotion=plan.emotion.label)
+        ep_id, sum_id = record_ids(request.id) if request.id else (_new_id("ep"), _new_id("sum"))
         records: list[MemoryRecord] = []
         if plan.episodic_text and not repeat:
             context = context_of(previous)
-            records.append(MemoryRecord(id=_new_id("ep"), kind=Kind.EPISODIC, text=plan.episodic_text,
+            records.append(MemoryRecord(id=ep_id, kind=Kind.EPISODIC, text=plan.episodic_text,
                                         metadata={**meta, **({"context": context} if context else {})}, **base))
         if plan.summary_text and not repeat:
-            records.append(MemoryRecord(id=_new_id("sum"), kind=Kind.SUMMARY, text=plan.summary_text,
+            records.append(MemoryRecord(id=sum_id, kind=Kind.SUMMARY, text=plan.summary_text,
                                         metadata=dict(meta), **base))
+        if plan.content_hash and (plan.episodic_text or plan.summary_text):
+            batch.hashes.add((user_id, plan.content_hash))
         for fact in plan.facts:
             kind = Kind.PREFERENCE if fact.kind == "preference" else Kind.FACT
-            current = self.store.get_by_key(user_id, kind, fact.key)
-            if current is None:  # a value gc archived is still the latest one: keep its history
-                current = next(iter(self.store.get(user_id, [_slot_id(user_id, kind, fact.key)])), None)
+            current = self._current_slot(user_id, kind, fact.key, batch)
             history = list(current.history) if current else []
+            if current is not None and request.id and request.id in {
+                    current.metadata.get("entry"), *(h.get("entry") for h in history)}:
+                continue  # a replayed journal entry: its value is already in (or behind) the slot
             if current is not None and current.text == fact.text and not current.archived:
                 continue  # the same value again: nothing new to keep (an archived one is revived)
             if current is not None and current.text != fact.text:
-                history.append({"text": current.text, "created_at": current.created_at, "replaced_at": now})
-            records.append(MemoryRecord(
+                history.append({"text": current.text, "created_at": current.created_at, "replaced_at": now,
+                                **({"entry": current.metadata["entry"]} if "entry" in current.metadata else {})})
+            record = MemoryRecord(
                 id=current.id if current else _slot_id(user_id, kind, fact.key), kind=kind, text=fact.text,
                 key=fact.key, history=history,
                 metadata={"value": fact.value[:500], "extracted_by": fact.source,
-                          **({"polarity": fact.polarity} if fact.polarity else {})},
+                          **({"polarity": fact.polarity} if fact.polarity else {}),
+                          **({"entry": request.id} if request.id else {})},
                 **{**base, "importance": max(plan.importance, 0.6), "emotion": "neutral"},
-            ))
+            )
+            records.append(record)
+            batch.slots[(user_id, kind, fact.key)] = record
         if not records:
             report.skipped = "repeat" if repeat else None
             return report
-        vectors = self.store.embedder.embed([search_text(r) for r in records])
-        records = [replace(r, embedding=v) for r, v in zip(records, vectors, strict=True)]
-        self.indexed.add(records)
+        for record in records:
+            batch.records.pop(record.id, None)  # a slot updated twice in one batch: the later value, in order
+            batch.records[record.id] = record
         report.stored = [r.id for r in records]
         return report
+
+    def _has_hash(self, user_id: str, digest: str) -> bool:
+        return any(True for _ in self.store.scan(user_id, kinds=[Kind.EPISODIC, Kind.SUMMARY],
+                                                 where={"content_hash": digest}, batch_size=1))
+
+    def _current_slot(self, user_id: str, kind: Kind, key: str, batch: _Batch) -> MemoryRecord | None:
+        """The fact or preference now held for ``key``: this batch's latest, else the store's."""
+        held = batch.slots.get((user_id, kind, key))
+        if held is not None:
+            return held
+        current = self.store.get_by_key(user_id, kind, key)
+        if current is None:  # a value gc archived is still the latest one: keep its history
+            current = next(iter(self.store.get(user_id, [_slot_id(user_id, kind, key)])), None)
+        return current
 
     # -- documents ------------------------------------------------------------------------------
     def ingest_document(self, text: str, *, source: str, user_id: str = SHARED_TENANT,
@@ -268,7 +494,10 @@ class MemoryService:
     def forget_user(self, user_id: str) -> int:
         """Erase everything kept about ``user_id``: every memory, the archive, private documents."""
         user_id = validate_tenant(user_id)
-        n = self.indexed.delete_user(user_id)
+        with self.write_lock:  # an in-flight batch lands first, then everything goes
+            if self.journal is not None:
+                self.journal.delete_user(user_id)  # queued turns too: nothing comes back after erasure
+            n = self.indexed.delete_user(user_id)
         with self._lock:
             for key in [k for k in self._last_reply if k[0] == user_id]:
                 del self._last_reply[key]
@@ -277,6 +506,10 @@ class MemoryService:
     def delete(self, user_id: str, ids: Sequence[str]) -> int:
         """Delete these records of ``user_id`` (never another user's); return how many were deleted."""
         user_id = validate_tenant(user_id)
+        if self.journal is not None:  # a recalled memory may still be a queued turn: drop the turn
+            wanted = set(ids)
+            with self.write_lock:
+                self.journal.done([e.id for e in self.journal.pending(user_id) if wanted & set(record_ids(e.id))])
         owned = [r.id for r in self.store.get(user_id, list(ids))]
         return self.indexed.delete(user_id, owned)
 
@@ -295,6 +528,10 @@ class MemoryService:
         self.store.update_metadata(user_id, {rid: {"last_accessed": now} for rid in archived})
         return archived
 
-    def close(self) -> None:
-        """Close the store and the keyword index."""
+    def close(self, *, drain_timeout: float = 10.0) -> None:
+        """Store what is journaled (up to ``drain_timeout`` s; the rest stays for the next start), then close."""
+        if self.applier is not None:
+            self.applier.stop(drain_timeout)
+        if self.journal is not None:
+            self.journal.close()
         self.indexed.close()

@@ -8,7 +8,8 @@
     ├── MemoryStoreError            the memory backend failed; the message says what to do
     │   ├── StoreUnavailableError   the Chroma server (or other backend) cannot be reached: names the URL
     │   ├── EmbedderMismatchError   the store was built with another embedding model: names both
-    │   └── StoreLockedError        another process owns the embedded data directory: use a server
+    │   ├── StoreLockedError        another process owns the embedded data directory: use a server
+    │   └── JournalWriteError       a turn could not be written to the write journal: it was NOT kept
     ├── ModelOutputError            a chat model returned output Mneme cannot use (after its retry)
     │   └── ModelUnavailableError   the chat model could not be reached, timed out or failed (5xx): answer without it
     └── AuthenticationError         credentials are missing, malformed, expired or unknown (HTTP 401)
@@ -82,3 +83,11 @@ class ModelUnavailableError(ModelOutputError):
     def __init__(self, message: str, *, attempts: int = 1) -> None:
         super().__init__(message)
         self.attempts = attempts
+
+
+class JournalWriteError(MemoryStoreError):
+    """Raised when a turn cannot be written to the write journal (disk full, unwritable data directory).
+
+    The turn was not acknowledged and nothing of it was kept: callers must see this (HTTP 507), never a
+    success that stored nothing.
+    """

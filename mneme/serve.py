@@ -26,6 +26,7 @@ from mneme.errors import (
     ForbiddenError,
     InvalidInputError,
     InvalidTenantError,
+    JournalWriteError,
     MnemeError,
     RequestTooLargeError,
 )
@@ -264,6 +265,11 @@ def create_app(
     @app.exception_handler(InvalidInputError)
     async def invalid_input(_: Request, exc: InvalidInputError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=422)
+
+    @app.exception_handler(JournalWriteError)
+    async def not_kept(_: Request, exc: JournalWriteError) -> JSONResponse:
+        # the turn was not acknowledged: 507 Insufficient Storage, never a 200 that kept nothing
+        return JSONResponse({"detail": str(exc)}, status_code=507)
 
     @app.exception_handler(MnemeError)
     async def mneme_error(_: Request, exc: MnemeError) -> JSONResponse:

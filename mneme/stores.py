@@ -42,19 +42,37 @@ def _url_slug(url: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in url.split("://", 1)[-1]).strip("_")[:60]
 
 
+def journal_dir(settings: Settings) -> Path:
+    """Where this store's write journals live (one file per live process; see ``mneme.memory.journal``)."""
+    name = "journal" if not settings.chroma_url else f"journal-{_url_slug(settings.chroma_url)}"
+    return settings.data_dir / f"{settings.collection_prefix}-{name}"
+
+
 def open_service(settings: Settings, *, embedder: Embedder | None = None, model: Any = None,
-                 clock: Clock = system_clock) -> MemoryService:
-    """Open the memory service the settings describe: the store, its keyword index, checked against each other."""
+                 clock: Clock = system_clock, journal: bool = True) -> MemoryService:
+    """Open the memory service the settings describe: the store, its keyword index, checked against each other.
+
+    ``journal`` (default): turns are acknowledged once written to this process's write journal and stored
+    by a background thread in batches; queued turns an earlier run left behind are stored first.
+    ``journal=False`` stores each turn synchronously.
+    """
+    from mneme.memory.journal import open_journal
     from mneme.memory.keyword import KeywordIndex
     from mneme.memory.service import MemoryService
     from mneme.memory.writing import WritePolicy
 
     store = open_store(settings, embedder=embedder)
     keyword = KeywordIndex(keyword_index_path(settings))
+    try:
+        queue = open_journal(journal_dir(settings)) if journal else None
+    except BaseException:
+        store.close()
+        keyword.close()
+        raise
     # With a server, other processes write too: recall checks the store's change stamps for each user.
     # memory keeps a message up to the serving limit, not a second, hidden one
     service = MemoryService(store, keyword=keyword, clock=clock, model=model,
-                            writing=WritePolicy(max_user_chars=settings.max_message_chars))
+                            writing=WritePolicy(max_user_chars=settings.max_message_chars), journal=queue)
     service.sync_keyword_index(only_if_needed=True)
     return service
 

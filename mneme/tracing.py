@@ -57,9 +57,10 @@ def _recall_outputs(items: Any) -> dict[str, Any]:
 def write_decision(report: WriteReport) -> dict[str, Any]:
     """The writing policy's decision for a trace: kept or skipped and why, ids, redaction counts."""
     return {
-        "decision": "kept" if report.stored else "skipped",
-        "reason": report.skipped if not report.stored else None,
+        "decision": "kept" if report.stored else "queued" if report.queued else "skipped",
+        "reason": report.skipped if not (report.stored or report.queued) else None,
         "stored": list(report.stored),
+        "queued": list(report.queued),
         "redactions": dict(report.redactions),
         "model_calls": report.model_calls,
         "fallback": report.fallback,
@@ -99,12 +100,12 @@ async def _arecall(service: MemoryService, user_id: str, query: str,
 
 @traceable(run_type="chain", name="mneme.write", process_inputs=_write_inputs, process_outputs=_write_outputs)
 def _remember(service: MemoryService, user_id: str, kwargs: dict[str, Any]) -> WriteReport:
-    return service.remember_turn(user_id, **kwargs)
+    return service.enqueue_turn(user_id, **kwargs)  # journaled when the service has a journal
 
 
 @traceable(run_type="chain", name="mneme.write", process_inputs=_write_inputs, process_outputs=_write_outputs)
 async def _aremember(service: MemoryService, user_id: str, kwargs: dict[str, Any]) -> WriteReport:
-    return await service.aremember_turn(user_id, **kwargs)
+    return await service.aenqueue_turn(user_id, **kwargs)
 
 
 def recall(service: MemoryService, user_id: str, query: str, *, options: RecallOptions | None = None,
@@ -120,7 +121,8 @@ async def arecall(service: MemoryService, user_id: str, query: str, *, options: 
 
 
 def remember_turn(service: MemoryService, user_id: str, *, source: str = "agent", **kwargs: Any) -> WriteReport:
-    """``service.remember_turn`` as a traced ``mneme.write`` step carrying the policy's decision."""
+    """``service.enqueue_turn`` (journaled, or stored at once without a journal) as a traced ``mneme.write``
+    step carrying the policy's decision."""
     return _remember(service, user_id, kwargs, langsmith_extra=_extra(user_id, source))
 
 

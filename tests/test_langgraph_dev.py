@@ -85,7 +85,7 @@ def run(url: str, text: str, **who: Any) -> dict[str, Any]:
 def test_agent_recalls_across_threads_for_its_user_only(server: str) -> None:
     told = run(server, "我住在杭州，我养了一只叫豆豆的猫", context={"user_id": "alice"})
     assert told["answer"].startswith("[仅记忆模式")
-    assert told["memory_report"]["stored"]
+    assert told["memory_report"].get("queued") or told["memory_report"]["stored"]  # journaled, then stored
     asked = run(server, "我的猫叫什么名字？", context={"user_id": "alice"})
     assert "豆豆" in asked["answer"]
     # config.configurable.user_id works too (older clients, LangServe-style callers)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +171,16 @@ def _mneme_serve(data_dir: Path, **extra_env: str) -> tuple[subprocess.Popen[str
         time.sleep(0.5)
 
 
+def _eventually(check: Callable[[], bool], seconds: float = 10.0) -> bool:
+    """True once ``check()`` is; False if it never is within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
 def test_two_app_processes_on_one_chroma_server_answer_from_the_same_memory(tmp_path: Path, chroma_server) -> None:
     """Two ``mneme serve`` processes (separate data dirs, as on two machines) behind one ``chroma run``."""
     import uuid
@@ -184,10 +194,12 @@ def test_two_app_processes_on_one_chroma_server_answer_from_the_same_memory(tmp_
         procs.append(b)
         question = "我的猫叫什么名字？"
         assert "豆豆" not in ask(url_a, question, user="alice", thread="1").json()["output"]["answer"]  # a caches
-        ask(url_b, "我养了一只叫豆豆的猫，它是橘猫", user="alice", thread="2")  # b writes
-        assert "豆豆" in ask(url_a, question, user="alice", thread="3").json()["output"]["answer"]  # a sees it now
+        # b acknowledges the turn once journaled and stores it in a background batch: a sees it once stored
+        ask(url_b, "我养了一只叫豆豆的猫，它是橘猫", user="alice", thread="2")
+        assert _eventually(lambda: "豆豆" in ask(url_a, question, user="alice", thread="3").json()["output"]["answer"])
         ask(url_a, "我们下个月搬去成都住", user="alice", thread="4")  # and the other way round
-        assert "成都" in ask(url_b, "我们要搬去哪里？", user="alice", thread="5").json()["output"]["answer"]
+        assert _eventually(lambda: "成都" in ask(url_b, "我们要搬去哪里？", user="alice",
+                                               thread="5").json()["output"]["answer"])
         assert "豆豆" not in ask(url_b, question, user="bob", thread="6").json()["output"]["answer"]
     finally:
         for proc in procs:
