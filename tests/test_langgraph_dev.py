@@ -115,10 +115,15 @@ def test_the_agent_publishes_its_context_schema(server: str) -> None:
 def test_the_servers_store_is_mnemes_memory(server: str) -> None:
     """langgraph.json names MnemeStore: /store shows what the agent remembered; the agent reads /store's writes."""
     told = run(server, "我在苏州工作，我的狗叫旺财", context={"user_id": "carol"})
-    stored = set(told["memory_report"]["stored"])
-    found = httpx.post(f"{server}/store/items/search", json={"namespace_prefix": ["memories", "carol"], "limit": 50},
-                       timeout=60).json()["items"]
-    assert stored and stored <= {it["key"] for it in found}
+    assert told["memory_report"].get("queued")  # acknowledged once journaled, stored by a background batch
+    deadline = time.monotonic() + 30
+    while True:
+        found = httpx.post(f"{server}/store/items/search", timeout=60,
+                           json={"namespace_prefix": ["memories", "carol"], "limit": 50}).json()["items"]
+        if any("旺财" in str(it["value"]) for it in found) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert any("旺财" in str(it["value"]) for it in found)
     assert all(it["namespace"][:2] == ["memories", "carol"] for it in found)
     ranked = httpx.post(f"{server}/store/items/search", json={"namespace_prefix": ["memories", "carol"],
                                                               "query": "旺财"}, timeout=60).json()["items"]
