@@ -18,3 +18,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     from mneme.evaluation.bench_write import register_write
 
     register_write(sub)
+    from mneme.evaluation.bench_serve import register_serve
+
+    register_serve(sub)

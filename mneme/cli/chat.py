@@ -38,11 +38,29 @@ def _open_graph(stack: ExitStack) -> Any:
 
     settings = Settings.from_env()
     service = open_service(settings)
-    stack.callback(service.close)
+    stack.callback(close_after_drain, service)
     # Threads persist (SQLite under MNEME_DATA_DIR, or PostgreSQL): `--thread T` comes back to T.
     checkpointer = stack.enter_context(open_checkpointer(settings))
     return build_graph(model=load_chat_model(settings), service=service, checkpointer=checkpointer,
                        max_message_chars=settings.max_message_chars)
+
+
+DRAIN_SECONDS = 60.0
+"""How long ``mneme chat`` waits at exit for its queued turns to be stored."""
+
+
+def close_after_drain(service: Any, *, timeout: float = DRAIN_SECONDS) -> None:
+    """Store this session's queued turns (journal) before closing, saying so when it takes a moment."""
+    if not service.drain(0.5):
+        backlog = service.journal.backlog() if service.journal is not None else 0
+        print(f"mneme: storing {backlog} queued turn(s) before exiting (up to {timeout:.0f} s)...",
+              file=sys.stderr, flush=True)
+        if not service.drain(timeout):
+            left = service.journal.backlog() if service.journal is not None else 0
+            where = service.journal.path if service.journal is not None else "the journal"
+            print(f"mneme: {left} turn(s) not stored yet; they are kept in {where} and stored the next time "
+                  "mneme opens this data directory", file=sys.stderr, flush=True)
+    service.close(drain_timeout=0)
 
 
 def reply(graph: Any, message: str, *, config: dict[str, Any], context: dict[str, Any]) -> str:

@@ -1,0 +1,197 @@
+"""``mneme bench serve``: turns per second of a real ``mneme serve``, and proof that no turn is lost or leaked.
+
+It starts ``mneme serve`` on a free loopback port (memory-only mode: no model endpoint; the default offline
+embedder; embedded Chroma in a temporary data directory, or ``--chroma-url``), then runs two phases of
+concurrent clients, each client a user of its own with a thread of its own, each turn one ``/agent/invoke``
+stating a fact that holds a unique token ("my locker code is kx7q2…", half of them in Chinese). Latency is
+measured at the client, from request to response. After the load, it waits until every acknowledged turn
+(HTTP 200 with ``memory_report.queued`` or ``stored``) is in the store (``GET /memories``: the journal has
+drained), then checks that each token is recalled for its own user (``POST /memories/search``) and for no
+other user. The client runs in this process on the same machine, so it shares the cores with the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from mneme.evaluation.bench_store import free_port
+from mneme.evaluation.harness import add_json_option, emit, percentile
+
+_EN = "My locker code for the {n} gym visit is {token}, please remember it."
+_ZH = "我第{n}次去健身房的储物柜密码是{token}，请记住。"
+
+
+@dataclass
+class Phase:
+    """One load phase: who said what, how long each turn took."""
+
+    clients: int
+    turns: int
+    latencies_ms: list[float] = field(default_factory=list)
+    acknowledged: dict[str, list[str]] = field(default_factory=dict)
+    """user -> tokens of turns answered 200 with the turn queued or stored."""
+    failed: int = 0
+    seconds: float = 0.0
+
+    def figures(self) -> dict[str, Any]:
+        """JSON-ready figures of this phase."""
+        done = len(self.latencies_ms)
+        return {
+            "clients": self.clients, "turns": done, "failed": self.failed, "seconds": round(self.seconds, 2),
+            "turns_per_s": round(done / self.seconds, 1) if self.seconds else 0.0,
+            "p50_ms": round(percentile(self.latencies_ms, 50), 1),
+            "p95_ms": round(percentile(self.latencies_ms, 95), 1),
+        }
+
+
+def start_server(data_dir: Path, *, chroma_url: str | None = None, timeout: float = 180.0,
+                 extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """``mneme serve`` on a free port with only ``MNEME_DATA_DIR`` (and ``chroma_url``) set; its URL once healthy."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MNEME_", "LANGSMITH_"))}
+    env.update(MNEME_DATA_DIR=str(data_dir), LANGSMITH_TRACING="false", **(extra_env or {}))
+    if chroma_url:
+        env["MNEME_CHROMA_URL"] = chroma_url
+    port = free_port()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log = open(data_dir / "serve.log", "ab")  # noqa: SIM115 - the child owns it
+    exe = str(Path(sys.executable).with_name("mneme"))
+    proc = subprocess.Popen([exe, "serve", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"mneme serve exited with {proc.returncode}; see {data_dir / 'serve.log'}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError(f"mneme serve did not answer on {url} within {timeout:.0f}s")
+
+
+async def _client(http: httpx.AsyncClient, url: str, user: str, turns: int, phase: Phase) -> None:
+    tokens = phase.acknowledged.setdefault(user, [])
+    for n in range(turns):
+        token = f"kx{secrets.token_hex(5)}"
+        text = (_ZH if n % 2 else _EN).format(n=n + 1, token=token)
+        body = {"input": {"messages": [{"role": "user", "content": text}]}}
+        start = time.perf_counter()
+        try:
+            r = await http.post(f"{url}/agent/invoke", json=body,
+                                headers={"X-User-Id": user, "X-Thread-Id": f"{user}-t"})
+        except httpx.HTTPError:
+            phase.failed += 1
+            continue
+        phase.latencies_ms.append((time.perf_counter() - start) * 1000.0)
+        report = (r.json().get("output") or {}).get("memory_report") or {} if r.status_code == 200 else {}
+        if report.get("queued") or report.get("stored"):
+            tokens.append(token)
+        else:
+            phase.failed += 1
+
+
+async def run_phase(url: str, *, clients: int, turns: int, tag: str) -> Phase:
+    """``clients`` concurrent users, ``turns`` turns each; latencies and acknowledged tokens."""
+    phase = Phase(clients=clients, turns=turns)
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(timeout=120, limits=limits) as http:
+        start = time.perf_counter()
+        await asyncio.gather(*(_client(http, url, f"bench-{tag}-{c}", turns, phase) for c in range(clients)))
+        phase.seconds = time.perf_counter() - start
+    return phase
+
+
+def _stored_text(url: str, user: str) -> str:
+    r = httpx.get(f"{url}/memories", params={"limit": 1000}, headers={"X-User-Id": user}, timeout=60)
+    r.raise_for_status()
+    return " ".join(str(m.get("text", "")) for m in r.json()["memories"])
+
+
+def verify(url: str, acknowledged: dict[str, list[str]], *, timeout: float = 120.0) -> dict[str, Any]:
+    """Wait until every acknowledged token is stored, then check it is recalled by its user and by no other."""
+    start = time.monotonic()
+    missing: dict[str, list[str]] = dict(acknowledged)
+    while missing and time.monotonic() - start < timeout:
+        missing = {u: [t for t in ts if t not in text] for u, ts in missing.items()
+                   for text in [_stored_text(url, u)] if any(t not in text for t in ts)}
+        if missing:
+            time.sleep(0.5)
+    drained_s = time.monotonic() - start
+    users = sorted(acknowledged)
+    lost = sum(len(ts) for ts in missing.values())
+    not_recalled = leaked = 0
+    for i, user in enumerate(users):
+        other = users[(i + 1) % len(users)] if len(users) > 1 else None
+        for token in acknowledged[user]:
+            mine = httpx.post(f"{url}/memories/search", json={"query": token, "k": 5},
+                              headers={"X-User-Id": user}, timeout=60).json()["results"]
+            if not any(token in str(item.get("text", "")) for item in mine):
+                not_recalled += 1
+            if other is not None:
+                theirs = httpx.post(f"{url}/memories/search", json={"query": token, "k": 5},
+                                    headers={"X-User-Id": other}, timeout=60).json()["results"]
+                leaked += sum(token in str(item.get("text", "")) for item in theirs)
+    return {"acknowledged": sum(len(ts) for ts in acknowledged.values()), "stored_within_s": round(drained_s, 1),
+            "lost": lost, "not_recalled": not_recalled, "leaked": leaked}
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on, and how busy it was."""
+    load = os.getloadavg()
+    return {"cpus": os.cpu_count(), "platform": platform.platform(terse=True), "python": platform.python_version(),
+            "loadavg_1m": round(load[0], 2)}
+
+
+def run_serve_bench(*, clients: int = 16, turns: int = 12, single_turns: int | None = None,
+                    chroma_url: str | None = None, data_dir: Path | None = None) -> dict[str, Any]:
+    """Start a server, run 1 client then ``clients`` clients, verify every acknowledged turn; the figures."""
+    with tempfile.TemporaryDirectory(prefix="mneme-bench-serve-") as tmp:
+        root = data_dir or Path(tmp) / "data"
+        proc, url = start_server(root, chroma_url=chroma_url)
+        try:
+            asyncio.run(run_phase(url, clients=2, turns=3, tag="warm"))  # load the embedder, open collections
+            before = machine()
+            one = asyncio.run(run_phase(url, clients=1, turns=single_turns or turns * 4, tag="one"))
+            many = asyncio.run(run_phase(url, clients=clients, turns=turns, tag="many"))
+            after = machine()
+            checked = verify(url, {**one.acknowledged, **many.acknowledged})
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    return {"server": "mneme serve (memory-only, use-m3, " + ("chroma server" if chroma_url else "embedded Chroma")
+            + ")", "machine": {**before, "loadavg_1m_after": after["loadavg_1m"]},
+            "one_client": one.figures(), f"{clients}_clients": many.figures(), "memory": checked}
+
+
+def register_serve(sub: Any) -> None:
+    """Add ``mneme bench serve``."""
+    p = sub.add_parser("serve", help="turns/s and latency of a real `mneme serve` under concurrent clients")
+    p.add_argument("--clients", type=int, default=16, help="concurrent clients (users) of the second phase")
+    p.add_argument("--turns", type=int, default=12, help="turns per client (the single client makes 4x as many)")
+    p.add_argument("--chroma-url", default=None, help="use this Chroma server instead of embedded Chroma")
+    add_json_option(p)
+
+    def handler(args: Any) -> int:
+        result = run_serve_bench(clients=args.clients, turns=args.turns, chroma_url=args.chroma_url)
+        emit(result, args.json_out)
+        memory = result["memory"]
+        return 0 if memory["lost"] == memory["leaked"] == memory["not_recalled"] == 0 else 1
+
+    p.set_defaults(func=handler)
