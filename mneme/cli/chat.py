@@ -1,21 +1,27 @@
 """``mneme chat``: talk to the agent in a terminal, or script it one message per line.
 
-On a terminal it is an interactive prompt with a one-line banner. With stdin from a pipe or file it
-reads one message per line and prints exactly one reply per message (a reply may span lines), flushed
-after each, so other programs can drive it.
+On a terminal it is an interactive prompt with a one-line banner, line editing and history (readline). With
+stdin from a pipe or file it reads one message per line and prints exactly one reply per message (a reply
+may span lines), flushed after each, so other programs can drive it. Slash commands (``/help``) are
+answered, never stored (``mneme.cli.chat_commands``). No line ends the session: a failure is one line on
+stderr (and ``[error] …`` as that line's reply), and a degraded turn says what it went without on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import uuid
 from contextlib import ExitStack
 from typing import Any, TextIO
 
+from mneme.cli.chat_commands import QUIT_WORDS, parse_command, run_command
+from mneme.cli.line_input import enable_history, read_line, tolerant
 from mneme.errors import MnemeError
 
-EXIT_WORDS = frozenset({"/exit", "/quit", "exit", "quit", "退出"})
+EXIT_WORDS = QUIT_WORDS
+log = logging.getLogger(__name__)
 
 
 def register(subparsers: Any) -> None:
@@ -29,20 +35,21 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _open_graph(stack: ExitStack) -> Any:
+def _open_graph(stack: ExitStack, settings: Any = None) -> tuple[Any, Any]:
+    """The agent (with the settings' store, model and persistent checkpointer) and its memory service."""
     from mneme.config import Settings
     from mneme.graph.graph import build_graph
     from mneme.models import load_chat_model
     from mneme.stores import open_service
     from mneme.threads import open_checkpointer
 
-    settings = Settings.from_env()
+    settings = settings or Settings.from_env()
     service = open_service(settings)
     stack.callback(close_after_drain, service)
     # Threads persist (SQLite under MNEME_DATA_DIR, or PostgreSQL): `--thread T` comes back to T.
     checkpointer = stack.enter_context(open_checkpointer(settings))
     return build_graph(model=load_chat_model(settings), service=service, checkpointer=checkpointer,
-                       max_message_chars=settings.max_message_chars)
+                       max_message_chars=settings.max_message_chars), service
 
 
 DRAIN_SECONDS = 60.0
@@ -70,6 +77,12 @@ def reply(graph: Any, message: str, *, config: dict[str, Any], context: dict[str
     except MnemeError as exc:
         print(f"mneme: error: {exc}", file=sys.stderr, flush=True)
         return f"[error] {exc}"
+    except Exception as exc:  # noqa: BLE001 - one line lost, never the session (details with -v)
+        log.debug("turn failed", exc_info=True)
+        print(f"mneme: error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}", file=sys.stderr, flush=True)
+        return f"[error] {type(exc).__name__}: {exc}"
+    if state.get("degraded"):
+        print(f"mneme: {'; '.join(state['degraded'])}", file=sys.stderr, flush=True)
     return str(state.get("answer", ""))
 
 
@@ -87,28 +100,41 @@ def run(args: argparse.Namespace, *, stdin: TextIO | None = None, stdout: TextIO
     if args.k is not None:
         context["k"] = args.k
     config = {"configurable": {"thread_id": scoped}}
+    stdin, stdout = tolerant(stdin), tolerant(stdout)
+    tolerant(sys.stderr)
     interactive = stdin.isatty()
+    if not getattr(args, "verbose", False):  # the stderr line per turn says it; details with -v
+        logging.getLogger("mneme").setLevel(logging.ERROR)
+    from mneme.admin import LocalAdmin
+    from mneme.config import Settings
+
+    settings = Settings.from_env()
     with ExitStack() as stack:
-        graph = _open_graph(stack)
+        graph, service = _open_graph(stack, settings)
+        admin = LocalAdmin(service)
         if interactive:
+            stack.callback(enable_history(settings.data_dir))
             banner = (f"mneme chat - user {user}, thread {thread} (come back to it with --thread {thread}; "
-                      "Ctrl-D or /exit to quit)")
+                      "/help for commands, Ctrl-D or /quit to quit)")
             print(banner, file=stdout, flush=True)
         while True:
-            if interactive:
-                try:
-                    line = input("> ")
-                except EOFError:
+            line = read_line(stdin, interactive=interactive)
+            if line is None:
+                if interactive:
                     print(file=stdout)
+                break
+            if interactive and line.strip() in EXIT_WORDS:
+                break
+            if interactive and not line.strip():
+                continue
+            command = parse_command(line)
+            if command is not None:
+                outcome = run_command(command, user=user, thread=thread, admin=admin)
+                if outcome.error:
+                    print(f"mneme: {outcome.error}", file=sys.stderr, flush=True)
+                if outcome.quit:
                     break
-                if line.strip() in EXIT_WORDS:
-                    break
-                if not line.strip():
-                    continue
-            else:
-                raw = stdin.readline()
-                if not raw:
-                    break
-                line = raw.rstrip("\r\n")
+                print(outcome.text, file=stdout, flush=True)
+                continue
             print(reply(graph, line, config=config, context=context), file=stdout, flush=True)
     return 0
