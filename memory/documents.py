@@ -65,3 +65,23 @@ def ingest_document(indexed: IndexedStore, text: str, *, source: str, now: float
     if stale:  # a re-ingested, shorter document: drop its old tail
         indexed.delete(user_id, stale)
     return [r.id for r in records]
+
+
+def list_documents(indexed: IndexedStore, user_id: str = SHARED_TENANT) -> list[dict[str, object]]:
+    """The documents of ``user_id`` (shared by default), one entry per source: title, chunk count, ids."""
+    user_id = validate_tenant(user_id, allow_shared=True)
+    sources: dict[str, dict[str, object]] = {}
+    ids: dict[str, list[str]] = {}
+    for record in indexed.store.scan(user_id, kinds=[Kind.DOCUMENT]):
+        source = str(record.metadata.get("source", ""))
+        sources.setdefault(source, {"source": source, "title": str(record.metadata.get("title", source)),
+                                    "created_at": record.created_at})
+        ids.setdefault(source, []).append(record.id)
+    return [{**sources[s], "chunks": len(ids[s]), "ids": sorted(ids[s])} for s in sorted(sources)]
+
+
+def delete_document(indexed: IndexedStore, source: str, user_id: str = SHARED_TENANT) -> int:
+    """Delete every chunk of the document ``source`` of ``user_id`` (shared by default); return how many."""
+    user_id = validate_tenant(user_id, allow_shared=True)
+    ids = [r.id for r in indexed.store.scan(user_id, kinds=[Kind.DOCUMENT], where={"source": source})]
+    return indexed.delete(user_id, ids)

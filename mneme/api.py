@@ -21,6 +21,7 @@ from mneme.admin import LocalAdmin
 from mneme.auth import Principal
 from mneme.errors import InvalidInputError
 from mneme.memory.base import SHARED_TENANT, Kind, validate_tenant
+from mneme.memory.documents import delete_document, list_documents
 from mneme.memory.service import MemoryService
 
 MAX_LIST = 1000
@@ -114,33 +115,25 @@ def memory_router(service: MemoryService) -> APIRouter:
         return {"restored": 1, "id": record_id}
 
     @router.get("/documents")
-    def list_documents(_: Admin, user_id: str | None = None) -> dict[str, object]:
+    def documents_list(_: Admin, user_id: str | None = None) -> dict[str, object]:
         """Shared documents (or one user's private ones), one entry per source with its chunk count."""
         tenant = validate_tenant(user_id) if user_id else SHARED_TENANT
-        sources: dict[str, dict[str, object]] = {}
-        for record in service.store.scan(tenant, kinds=[Kind.DOCUMENT]):
-            source = str(record.metadata.get("source", ""))
-            entry = sources.setdefault(source, {"source": source, "title": record.metadata.get("title", source),
-                                                "chunks": 0, "ids": []})
-            entry["chunks"] = int(str(entry["chunks"])) + 1
-            entry["ids"].append(record.id)  # type: ignore[attr-defined]
-        return {"user_id": tenant, "documents": sorted(sources.values(), key=lambda d: str(d["source"]))}
+        return {"user_id": tenant, "documents": list_documents(service.indexed, tenant)}
 
     @router.post("/documents")
-    def add_document(_: Admin, body: DocumentRequest) -> dict[str, object]:
+    def documents_add(_: Admin, body: DocumentRequest) -> dict[str, object]:
         """Store a document (split into chunks); shared unless ``user_id`` names its owner."""
         tenant = validate_tenant(body.user_id) if body.user_id else SHARED_TENANT
         ids = service.ingest_document(body.text, source=body.source, user_id=tenant, title=body.title)
         return {"user_id": tenant, "source": body.source, "ids": ids}
 
     @router.delete("/documents")
-    def delete_document(_: Admin, source: str, user_id: str | None = None) -> dict[str, object]:
+    def documents_delete(_: Admin, source: str, user_id: str | None = None) -> dict[str, object]:
         """Delete every chunk of the document named ``source`` (shared, or private to ``user_id``); 404 if none."""
         tenant = validate_tenant(user_id) if user_id else SHARED_TENANT
-        ids = [r.id for r in service.store.scan(tenant, kinds=[Kind.DOCUMENT], where={"source": source})]
-        if not ids:
+        deleted = delete_document(service.indexed, source, tenant)
+        if not deleted:
             raise HTTPException(404, f"no document {source!r}")
-        deleted = service.indexed.delete(tenant, ids)
         return {"user_id": tenant, "source": source, "deleted": deleted}
 
     return router
