@@ -176,6 +176,7 @@ def test_server_json_gives_a_local_admin_token_and_is_private(server: Server) ->
     key_admin = {"Authorization": f"Bearer {server.keys['admin']}"}
     assert httpx.get(f"{server.url}/documents", headers=key_admin).json()["documents"] == listed
     # the admin acts for the user it names
+    assert ask(server.url, "我喜欢周末去爬山", key=server.keys["alice"]).status_code == 200
     as_alice = httpx.get(f"{server.url}/memories", headers={**admin, "X-User-Id": "alice"}).json()
     assert as_alice["user_id"] == "alice" and as_alice["memories"]
     assert httpx.delete(f"{server.url}/documents", params={"source": "policy.md"}, headers=admin).json()["deleted"]
