@@ -139,6 +139,7 @@ class Authenticator:
         self.keys, self.jwt = keys, jwt_verifier
         self.default_user = validate_tenant(default_user) if default_user else None
         self._admin_digest = hashlib.sha256(local_admin_token.encode()).digest() if local_admin_token else None
+        self._closed = False
 
     @classmethod
     def from_settings(cls, settings: Settings, *, local_admin_token: str | None = None,
@@ -149,8 +150,14 @@ class Authenticator:
 
     @property
     def dev_mode(self) -> bool:
-        """True when neither keys nor JWTs are configured: the caller's own claim names the user."""
-        return self.jwt is None and not (self.keys is not None and self.keys.exists())
+        """True when neither keys nor JWTs are configured: the caller's own claim names the user.
+
+        A key created while the server runs closes it at the next request; once closed it stays closed
+        (revoked keys still count), so the key store is not asked again.
+        """
+        if not self._closed:
+            self._closed = self.jwt is not None or (self.keys is not None and self.keys.exists())
+        return not self._closed
 
     def describe(self) -> str:
         """One line for the start-up log: how callers are identified here."""

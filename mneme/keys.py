@@ -16,6 +16,7 @@ import hmac
 import os
 import secrets
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -149,6 +150,8 @@ class PostgresKeyStore(KeyStore):
     def __init__(self, url: str) -> None:
         self.url = url
         self._ready = False
+        self._conn: Any = None
+        self._lock = threading.Lock()
 
     @property
     def location(self) -> str:
@@ -165,19 +168,26 @@ class PostgresKeyStore(KeyStore):
 
     @contextmanager
     def _connect(self) -> Iterator[Any]:
+        # One kept connection (autocommit) per store, used under a lock: a key check is one indexed read,
+        # not a new connection per request. A broken connection is dropped and made again on the next call.
         import psycopg
 
-        try:
-            with psycopg.connect(self.url, connect_timeout=10) as conn:
+        with self._lock:
+            try:
+                if self._conn is None or self._conn.closed:
+                    self._conn = psycopg.connect(self.url, connect_timeout=10, autocommit=True)
                 if not self._ready:
-                    with conn.transaction():
-                        conn.execute("SELECT pg_advisory_xact_lock(7142)")  # two first starts: one CREATE TABLE
-                        conn.execute(_SCHEMA)
+                    with self._conn.transaction():
+                        self._conn.execute("SELECT pg_advisory_xact_lock(7142)")  # two first starts: one CREATE
+                        self._conn.execute(_SCHEMA)
                     self._ready = True
-                yield conn
-        except psycopg.OperationalError as exc:
-            raise StoreUnavailableError(
-                f"cannot read API keys from PostgreSQL at {self.location} (MNEME_POSTGRES_URL): {exc}") from exc
+                yield self._conn
+            except psycopg.OperationalError as exc:
+                if self._conn is not None:
+                    self._conn.close()
+                self._conn = None
+                raise StoreUnavailableError(
+                    f"cannot read API keys from PostgreSQL at {self.location} (MNEME_POSTGRES_URL): {exc}") from exc
 
 
 def open_key_store(settings: Settings) -> KeyStore:

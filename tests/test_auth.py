@@ -178,6 +178,9 @@ def test_dev_mode_trusts_the_claimed_user_and_auth_mode_never_does(tmp_path: Pat
     assert dev.authenticate(None, None).user_id == "guest"
     _, alice = store.create("alice")
     _, admin = store.create("root", admin=True)
+    assert not dev.dev_mode  # a key made while a server runs closes it at the next request
+    with pytest.raises(AuthenticationError):
+        dev.authenticate(None, "alice")
     closed = Authenticator(keys=store, default_user="guest", local_admin_token="local-token")
     assert not closed.dev_mode
     for authorization in (None, "Bearer nope", "Bearer mneme_abc_def", f"Basic {alice}"):
