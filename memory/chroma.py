@@ -842,6 +842,20 @@ def _acquire_embedded(data_dir: Path) -> tuple[ClientAPI, Callable[[], None]]:
     return handle.client, release
 
 
+def _free_port_near(start: int) -> int:
+    """The first loopback port from ``start`` nobody listens on (``start`` itself if none is found)."""
+    import socket
+
+    for port in range(start, start + 100):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    return start
+
+
 def _open_embedded(root: Path) -> _Embedded:
     location = f"embedded Chroma in {root}"
     with translate_errors(location, "open the data directory", remote=False):
@@ -854,10 +868,13 @@ def _open_embedded(root: Path) -> _Embedded:
             lock_file.seek(0)
             holder = lock_file.read().strip() or "?"
             lock_file.close()
+            port = _free_port_near(8001)
             raise StoreLockedError(
                 f"another process (pid {holder}) is using the embedded store in {root} ({lock_path}). "
-                f"Embedded Chroma is single-process: run a server (`chroma run --path {root / 'chroma'} "
-                "--port 8000`) and set MNEME_CHROMA_URL=http://127.0.0.1:8000 in every process"
+                "Embedded Chroma is single-process. Beside a running `mneme serve`, `mneme memories` talks to "
+                "the server instead. To share the data between processes, stop the other process, serve it "
+                f"with Chroma (`chroma run --path {root / 'chroma'} --port {port}`: {port} is free now; 8000 is "
+                f"`mneme serve`'s default) and set MNEME_CHROMA_URL=http://127.0.0.1:{port} in every process"
             ) from None
         try:
             lock_file.truncate(0)

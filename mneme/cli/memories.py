@@ -1,7 +1,8 @@
 """``mneme memories``: an administrator's view of one user's data: list, search, delete, restore, export.
 
 The handlers are thin: the work is in ``mneme.admin`` (``MemoryAdmin``), which this command opens on the
-configured store. Lines for people by default, JSON with ``--json`` (export is always JSON lines).
+configured store, or, while ``mneme serve`` holds an embedded data directory, on that server's memory API
+(``mneme.admin_client``). Lines for people by default, JSON with ``--json`` (export is always JSON lines).
 ``delete --all`` asks first on a terminal and needs ``--yes`` otherwise; an unknown id is an error.
 """
 
@@ -62,12 +63,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def open_admin() -> MemoryAdmin:
-    """The admin interface on the configured store."""
-    from mneme.admin import LocalAdmin
+    """The admin interface on the configured store, or on the running ``mneme serve`` that holds it."""
+    from mneme.admin_client import open_admin as open_configured
     from mneme.config import Settings
-    from mneme.stores import open_service
 
-    return LocalAdmin(open_service(Settings.from_env()))
+    return open_configured(Settings.from_env())
 
 
 def _print_items(items: list[dict[str, Any]], as_json: bool) -> None:
