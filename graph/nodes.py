@@ -22,7 +22,7 @@ from langgraph.runtime import Runtime
 from mneme import tracing
 from mneme.clock import Clock, system_clock, to_iso
 from mneme.errors import InvalidInputError, JournalWriteError, ModelUnavailableError
-from mneme.graph import degraded
+from mneme.graph import degraded, memory_only
 from mneme.graph.context import Context, resolve_context, thread_id_of
 from mneme.graph.state import State
 from mneme.graph.trimming import summary_messages
@@ -31,7 +31,6 @@ from mneme.memory.writing import clip_report
 from mneme.model_calls import ModelCaller
 from mneme.prompts import (
     GENERATE_SYSTEM,
-    MEMORY_ONLY_ITEM,
     REWRITE_SYSTEM,
     REWRITE_USER,
     render_documents,
@@ -247,7 +246,7 @@ def _generate_plan(state: State, ctx: Context, model: BaseChatModel | None,
     if latest is None or not message:
         return reply_texts(message)["empty"], None
     if model is None:
-        return memory_only_reply(message, recalled), None
+        return memory_only_reply(message, recalled, write_memory=ctx.write_memory), None
     system = GENERATE_SYSTEM.format(
         today=to_iso(clock())[:10],
         memories=render_memories(r for r in recalled if r.get("source") != "document"),
@@ -314,26 +313,16 @@ def generate_sync(
     return _answered(state, text_of(out), attempts, streamed=out)
 
 
-def memory_only_reply(message: str, recalled: list[dict[str, Any]], *, label: str | None = None) -> str:
-    """The reply without a chat model: a labelled list of what was recalled, in the user's language.
+def memory_only_reply(message: str, recalled: list[dict[str, Any]], *, label: str | None = None,
+                      write_memory: bool = False) -> str:
+    """The reply without a chat model, in the user's language (``graph/memory_only.py``): what this turn is
+    kept as (``write_memory``), then the relevant recalled memories and documents.
 
     ``label`` names a degradation (``MODEL_UNAVAILABLE``) whose line replaces the memory-only mode label.
     """
-    texts = reply_texts(message)
-    lines = degraded.reply_lines([label], message) if label else [texts["label"]]
-    memories = [r for r in recalled if r.get("source") != "document"]
-    documents = [r for r in recalled if r.get("source") == "document"]
-    for heading, items in ((texts["memories"], memories), (texts["documents"], documents)):
-        if items:
-            lines.append(heading)
-            lines.extend(
-                MEMORY_ONLY_ITEM.format(date=to_iso(r["created_at"])[:10], id=r["id"],
-                                        text=" ".join(str(r["text"]).split())[:400])
-                for r in items
-            )
-    if not recalled:
-        lines.append(texts["nothing"])
-    return "\n".join(lines)
+    first = degraded.reply_lines([label], message)[0] if label else reply_texts(message)["label"]
+    kept = memory_only.kept_line(memory_only.turn_plan(message), reply_texts(message)) if write_memory else None
+    return memory_only.render(message, recalled, first_line=first, kept=kept)
 
 
 # -- write_memory ------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ or carries no words at all (empty, punctuation-only, emoji-only). Anything else 
 "我喜欢爵士乐", "I'm sad" and "明天去北京" are exactly what a memory is for.
 
 Reasons returned by ``is_low_value``: ``empty``, ``punctuation``, ``emoji``, ``greeting``, ``thanks``,
-``ack``, ``farewell``.
+``ack``, ``farewell``. ``is_question`` tells a question from a statement, "?" or not ("我住在哪里",
+"what is my job"): the writing policy skips a turn that only asks (it tells nothing about the user).
 """
 
 from __future__ import annotations
@@ -103,6 +104,36 @@ def is_low_value(text: str | None) -> str | None:
         if _CORE_RE[reason].search(words):
             return reason
     return None  # filler only ("you", "so"): a real, if cryptic, message
+
+
+_ZH_QUESTION = re.compile(
+    r"(?:什么|哪里|哪儿|哪个|哪些|哪一|哪天|谁|几[个点岁天年月号次]|多少|怎么|怎样|为什么|为啥|是否|是不是|有没有|"
+    r"多久|多大|何时|咋)"
+    r"|[吗呢么]\s*$"
+)
+# "我不知道他住在哪里", "我什么都吃", "我有几个朋友": interrogative words that do not ask
+_ZH_NOT_ASKING = re.compile(r"不知道|不记得|忘了|记不清|(?:什么|谁|哪里|哪儿|怎么|多少)(?:都|也)|[有了买养]几")
+_EN_QUESTION = re.compile(
+    r"^\s*(?:what|where|when|who|whom|whose|which|why|how|do|does|did|is|are|am|was|were|can|could|will|would|"
+    r"should|shall|have|has|may|might)\b",
+    re.IGNORECASE,
+)
+
+
+def is_question(sentence: str) -> bool:
+    """True for a question, with or without "?": "我住在哪里", "what is my job", "你记得我的生日吗".
+
+    Chinese: an interrogative word (什么, 哪里, 谁, 几, 多少, 怎么 …) or a final 吗/呢/么, unless the sentence
+    states not knowing ("我不知道他住在哪里"). English: it opens with a wh-word or an auxiliary verb.
+    """
+    text = unicodedata.normalize("NFKC", sentence or "").strip()
+    if not text:
+        return False
+    if text.endswith("?"):
+        return True
+    if _EN_QUESTION.match(text):
+        return True
+    return bool(_ZH_QUESTION.search(text)) and not _ZH_NOT_ASKING.search(text)
 
 
 def normalize_for_hash(text: str) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.forgetting import ForgettingPolicy, combine, retention
 from mneme.memory.fusion import count_tokens, fit_budget, mmr
+from mneme.memory.relevance import relevant
 from mneme.memory.timewindow import TimeWindow, time_affinity
 
 
@@ -54,6 +55,9 @@ class RecallOptions:
     keyword_weight: float = field(default=0.7, metadata=_d(
         "Share of the keyword channel in the fused relevance (the rest is the dense channel)."))
     time_weight: float = field(default=0.6, metadata=_d("Bonus for items inside a time window the query names."))
+    relevance_floor: bool = field(default=False, metadata=_d(
+        "Drop items no closer to the query than everyday unrelated sentences are (memory/relevance.py); "
+        "memory-only replies always apply it."))
 
     def recall_options(self) -> RecallOptions:
         """Just the recall knobs (a ``Context`` carries more), as a plain ``RecallOptions``."""
@@ -103,8 +107,13 @@ class Candidate:
 
 
 def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
-         window: TimeWindow | None = None, forgetting: ForgettingPolicy | None = None) -> list[Recalled]:
-    """Score every candidate as the module docstring says; all that pass the floor, best first (ties by id)."""
+         window: TimeWindow | None = None, forgetting: ForgettingPolicy | None = None,
+         baseline: float | None = None) -> list[Recalled]:
+    """Score every candidate as the module docstring says; all that pass the floor, best first (ties by id).
+
+    ``baseline`` (the query's cosine to unrelated texts, ``relevance.NullBaseline``) adds the signal
+    ``relevant`` (1 or 0) to each item; with ``options.relevance_floor`` irrelevant items are dropped.
+    """
     cands = list(candidates)
     policy = forgetting or ForgettingPolicy()
     dense_scores = [c.dense for c in cands if c.dense is not None]
@@ -118,6 +127,11 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
         kw = (cand.keyword or 0.0) / kmax if kmax > 0 else 0.0
         relevance = (1 - options.keyword_weight) * d + options.keyword_weight * kw
         signals = {"dense": cand.dense or 0.0, "keyword": cand.keyword or 0.0}
+        if baseline is not None:
+            ok = relevant(cand.dense, baseline=baseline, pool_min=lo if dense_scores else None)
+            if options.relevance_floor and not ok:
+                continue
+            signals["relevant"] = 1.0 if ok else 0.0
         if window is not None:
             affinity = time_affinity(rec.created_at, window)
             relevance += options.time_weight * affinity

@@ -42,6 +42,7 @@ from mneme.memory.keyword import KeywordEntry, KeywordIndex
 from mneme.memory.lowvalue import is_low_value
 from mneme.memory.ranking import Candidate, Recalled, RecallOptions, rank, select
 from mneme.memory.redaction import redact
+from mneme.memory.relevance import NullBaseline
 from mneme.memory.timewindow import TimeWindow, parse_time_window, time_affinity
 from mneme.memory.writing import TurnPlan, WritePolicy, aplan_turn, plan_turn
 
@@ -156,6 +157,8 @@ class MemoryService:
 
             self.applier = JournalApplier(journal, self)
             self.applier.start()
+        self._null: NullBaseline | None = None
+        self._null_for: object = None
 
     # -- consistency (owned by IndexedStore; these names stay for callers) ------------------------
     def sync_keyword_index(self, *, force: bool = False, only_if_needed: bool = False) -> int:
@@ -211,7 +214,8 @@ class MemoryService:
         if not records and not pending:
             return []
         candidates = [Candidate(rec, dense_scores.get(rid), keyword_scores.get(rid)) for rid, rec in records.items()]
-        ranked = rank(candidates, opts, now=now, window=window, forgetting=self.forgetting)
+        ranked = rank(candidates, opts, now=now, window=window, forgetting=self.forgetting,
+                      baseline=self._null_baseline().of(vector))
         if pending:
             ranked = sorted(ranked + self._pending_items(pending, opts, window, exclude=set(records)),
                             key=lambda it: (-it.score, it.id))
@@ -266,6 +270,12 @@ class MemoryService:
                 source="memory", created_at=entry.created_at, source_turns=list(entry.turn_ids),
                 thread_id=entry.thread_id, metadata={"queued": True}, signals=signals, user_id=entry.user_id))
         return out
+
+    def _null_baseline(self) -> NullBaseline:
+        embedder = self.store.embedder
+        if self._null is None or self._null_for is not embedder:  # a reindex may swap the embedder
+            self._null, self._null_for = NullBaseline(embedder), embedder
+        return self._null
 
     async def arecall(self, user_id: str, query: str, *, options: RecallOptions | None = None,
                       now: float | None = None) -> list[Recalled]:

@@ -51,7 +51,7 @@ from mneme.memory.extraction import (
 )
 from mneme.memory.gist import gist_summary, quotes_detail
 from mneme.memory.importance import score_importance
-from mneme.memory.lowvalue import content_hash, is_low_value
+from mneme.memory.lowvalue import content_hash, is_low_value, is_question
 from mneme.memory.redaction import DEFAULT_POLICY, RedactionPolicy, language_of, redact
 from mneme.prompts.writing import (
     SLOT_GUIDE,
@@ -193,10 +193,11 @@ _SENTENCE_RE = re.compile(r"[^。！？!?.\n]+[。！？!?.]*")
 
 
 def _only_questions(text: str) -> bool:
-    """True for bare questions ("我的猫叫什么名字？"); a question after a statement clause
-    ("我明天去北京，要带伞吗？") tells something and is kept."""
-    sentences = [s.strip() for s in _SENTENCE_RE.findall(text) if s.strip()]
-    return bool(sentences) and all(s.endswith(("?", "？")) and not re.search(r"[，,；;：:]", s) for s in sentences)
+    """True for bare questions, "?" or not ("我的猫叫什么名字？", "我住在哪里", "what is my job"); a question after
+    a statement clause ("我明天去北京，要带伞吗？") tells something and is kept."""
+    sentences = [s.strip().rstrip("。.！!") for s in _SENTENCE_RE.findall(text) if s.strip()]
+    sentences = [s for s in sentences if s]
+    return bool(sentences) and all(is_question(s) and not re.search(r"[，,；;：:]", s) for s in sentences)
 
 
 def _messages(draft: _Draft) -> list[BaseMessage]:

@@ -54,6 +54,10 @@ MEMORY_ONLY_ZH = {
     "documents": "文档中找到：",
     "nothing": "我还没有与此相关的记忆，也没有找到相关文档。",
     "empty": "请输入一条消息。",
+    "kept": "记下了：",
+    "joiner": "；",
+    "kept_summary": "记下了这段倾诉的概要（不保存原话）。",
+    "kept_turn": "记下了这条消息。",
 }
 """Memory-only mode's reply text in Chinese (no chat model: Mneme reports what it recalled)."""
 
@@ -63,11 +67,18 @@ MEMORY_ONLY_EN = {
     "documents": "Found in documents:",
     "nothing": "I have no memories about this yet, and found nothing in the documents.",
     "empty": "Please type a message.",
+    "kept": "Noted: ",
+    "joiner": "; ",
+    "kept_summary": "Noted a short summary of this (not your exact words).",
+    "kept_turn": "Noted this message.",
 }
 """Memory-only mode's reply text in English."""
 
 MEMORY_ONLY_ITEM = "- ({date}) {text} [{id}]"
 """One recalled item in a memory-only reply."""
+
+MEMORY_ONLY_DOCUMENT = "- {title}: {text} [{id}]"
+"""One recalled document in a memory-only reply: its title and the sentence that best matches the question."""
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
@@ -118,6 +129,7 @@ def render_documents(items: Iterable[Mapping[str, Any]]) -> str:
 
 
 __all__ = [
-    "GENERATE_SYSTEM", "MEMORY_ONLY_EN", "MEMORY_ONLY_ITEM", "MEMORY_ONLY_ZH", "NOTHING_RECALLED",
-    "REWRITE_SYSTEM", "REWRITE_USER", "is_chinese", "render_documents", "render_memories", "reply_texts",
+    "GENERATE_SYSTEM", "MEMORY_ONLY_DOCUMENT", "MEMORY_ONLY_EN", "MEMORY_ONLY_ITEM", "MEMORY_ONLY_ZH",
+    "NOTHING_RECALLED", "REWRITE_SYSTEM", "REWRITE_USER", "is_chinese", "render_documents", "render_memories",
+    "reply_texts",
 ]

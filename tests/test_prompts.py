@@ -21,6 +21,7 @@ VALUES = {
     "date": "2025-05-06",
     "text": "豆豆",
     "id": "ep-1",
+    "title": "员工手册",
 }
 
 
@@ -51,7 +52,9 @@ def test_generate_prompt_has_each_data_block_once() -> None:
 
 @pytest.mark.parametrize("texts", [prompts.MEMORY_ONLY_ZH, prompts.MEMORY_ONLY_EN])
 def test_memory_only_texts_have_every_key(texts: dict[str, str]) -> None:
-    assert set(texts) == {"label", "memories", "documents", "nothing", "empty"}
+    assert set(texts) == {"label", "memories", "documents", "nothing", "empty", "kept", "joiner", "kept_summary",
+                          "kept_turn"}
+    assert set(prompts.MEMORY_ONLY_ZH) == set(prompts.MEMORY_ONLY_EN)
 
 
 def test_render_escapes_text_and_attributes() -> None:

@@ -86,6 +86,18 @@ def reply(graph: Any, message: str, *, config: dict[str, Any], context: dict[str
     return str(state.get("answer", ""))
 
 
+def label_once(answer: str, shown: set[str]) -> str:
+    """``answer`` without its memory-only mode label line when this chat has shown that label already."""
+    from mneme.prompts import MEMORY_ONLY_EN, MEMORY_ONLY_ZH
+
+    first, _, rest = answer.partition("\n")
+    if first in (MEMORY_ONLY_ZH["label"], MEMORY_ONLY_EN["label"]):
+        if first in shown and rest:
+            return rest
+        shown.add(first)
+    return answer
+
+
 def run(args: argparse.Namespace, *, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
     """Run the chat loop until end of input; returns the exit code."""
     stdin = stdin or sys.stdin
@@ -109,6 +121,7 @@ def run(args: argparse.Namespace, *, stdin: TextIO | None = None, stdout: TextIO
     from mneme.config import Settings
 
     settings = Settings.from_env()
+    shown: set[str] = set()  # the memory-only mode label is said once per chat, not on every reply
     with ExitStack() as stack:
         graph, service = _open_graph(stack, settings)
         admin = LocalAdmin(service)
@@ -136,5 +149,5 @@ def run(args: argparse.Namespace, *, stdin: TextIO | None = None, stdout: TextIO
                     break
                 print(outcome.text, file=stdout, flush=True)
                 continue
-            print(reply(graph, line, config=config, context=context), file=stdout, flush=True)
+            print(label_once(reply(graph, line, config=config, context=context), shown), file=stdout, flush=True)
     return 0

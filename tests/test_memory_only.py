@@ -1,0 +1,126 @@
+"""Memory-only replies a person can use: what was kept, a relevance floor, documents as title + sentence,
+the mode label once per chat, questions without "?" not stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.runtime import Runtime
+
+from mneme.cli.chat import label_once
+from mneme.clock import FixedClock
+from mneme.graph import nodes
+from mneme.graph.context import Context
+from mneme.graph.memory_only import best_sentence
+from mneme.memory.inprocess import InProcessStore
+from mneme.memory.keyword import KeywordIndex
+from mneme.memory.lowvalue import is_question
+from mneme.memory.service import MemoryService, RecallOptions
+from mneme.memory.writing import plan_turn
+from mneme.prompts import MEMORY_ONLY_EN, MEMORY_ONLY_ZH
+
+HANDBOOK = ("员工手册\n\n员工每年有十五天带薪年假，请假需提前三天在系统中提交申请。报销需在一个月内提交发票。\n\n"
+            "办公室每周五下午四点打扫卫生。")
+
+
+def _reply(message: str, recalled: list[dict[str, Any]], **ctx: Any) -> str:
+    rt = Runtime(context=Context(user_id="alice", **ctx))
+    out = nodes.generate_sync({"messages": [HumanMessage(message)], "recalled": recalled},
+                              {"configurable": {"thread_id": "t"}}, rt, model=None)
+    return str(out["answer"])
+
+
+@pytest.mark.parametrize(
+    ("message", "kept"),
+    [
+        ("I live in Berlin and I work as a nurse", "Noted: The user lives in Berlin; The user is a nurse"),
+        ("我住在柏林，我是一名护士", "记下了：用户住在柏林；用户是一名护士"),
+    ],
+)
+def test_the_reply_names_what_the_turn_keeps(message: str, kept: str) -> None:
+    answer = _reply(message, [])
+    assert answer.splitlines()[1] == kept
+    assert "no memories" not in answer and "还没有" not in answer  # a statement is not a failed search
+
+
+def test_the_reply_keeps_nothing_when_writing_is_off_or_the_turn_only_asks() -> None:
+    assert "Noted" not in _reply("I live in Berlin", [], write_memory=False)
+    assert "记下了" not in _reply("我住在哪里", [])
+    assert _reply("我今天很难过，被领导骂了", []).splitlines()[1] == MEMORY_ONLY_ZH["kept_summary"]
+
+
+def test_an_item_below_the_relevance_floor_is_not_listed() -> None:
+    noise = {"id": "ep-9", "kind": "episodic", "text": "user: 周五晚上叫了披萨", "score": 0.3, "source": "memory",
+             "created_at": 1.7e9, "signals": {"dense": 0.05, "relevant": 0.0}}
+    answer = _reply("我的猫叫什么？", [noise])
+    assert "披萨" not in answer and "我记得" not in answer and MEMORY_ONLY_ZH["nothing"] in answer
+
+
+@pytest.fixture(scope="module")
+def m3_service() -> MemoryService:
+    from mneme.embeddings import load_embedder
+
+    service = MemoryService(InProcessStore(load_embedder("use-m3")), keyword=KeywordIndex(None),
+                            clock=FixedClock(1.7e9))
+    service.ingest_document(HANDBOOK, source="handbook.md", title="员工手册")
+    service.remember_turn("alice", user_text="周五晚上我们叫了披萨外卖，很好吃", assistant_text="")
+    service.remember_turn("alice", user_text="I ordered a pepperoni pizza on Friday", assistant_text="")
+    return service
+
+
+def _recalled(service: MemoryService, query: str) -> list[dict[str, Any]]:
+    return [dict(it.as_dict(), metadata=it.metadata)
+            for it in service.recall("alice", query, options=RecallOptions(reinforce=False))]
+
+
+@pytest.mark.slow  # loads the offline use-m3 model: the floor is about a real embedder's cosines
+@pytest.mark.parametrize("question", ["我的猫叫什么？", "What is my cat called?"])
+def test_an_unanswerable_question_lists_no_unrelated_documents_or_notes(m3_service: MemoryService,
+                                                                        question: str) -> None:
+    recalled = _recalled(m3_service, question)
+    assert recalled  # recall itself still ranks everything (the model may want it) ...
+    answer = _reply(question, recalled)
+    for noise in ("员工手册", "披萨", "pizza"):  # ... the person sees none of it
+        assert noise not in answer
+    assert (MEMORY_ONLY_ZH if "猫" in question else MEMORY_ONLY_EN)["nothing"] in answer
+    strict = m3_service.recall("alice", question, options=RecallOptions(reinforce=False, relevance_floor=True))
+    assert strict == []
+
+
+@pytest.mark.slow
+def test_a_relevant_document_shows_its_title_and_sentence(m3_service: MemoryService) -> None:
+    answer = _reply("年假有几天？", _recalled(m3_service, "年假有几天？"))
+    (line,) = [x for x in answer.splitlines() if x.startswith("- 员工手册: ")]
+    assert "员工每年有十五天带薪年假" in line
+    assert "打扫卫生" not in line and "报销" not in line  # one sentence, not the flattened chunk
+    assert "披萨" not in answer
+
+
+def test_best_sentence_prefers_the_one_sharing_the_question_terms() -> None:
+    assert best_sentence("We open at nine. Annual leave is fifteen days. Lunch is at noon.",
+                         "how many days of annual leave") == "Annual leave is fifteen days."
+
+
+@pytest.mark.parametrize("text", ["我住在哪里", "what is my job", "你记得我的生日吗", "How old am I"])
+def test_a_question_without_a_question_mark_is_not_stored(text: str) -> None:
+    assert is_question(text)
+    assert plan_turn(text, "").skip_reason == "question"
+
+
+@pytest.mark.parametrize("text", ["我什么都吃", "我有几个好朋友", "我不知道他住在哪里", "I live in Berlin"])
+def test_a_statement_with_an_interrogative_word_is_kept(text: str) -> None:
+    assert not is_question(text)
+    assert plan_turn(text, "").skip_reason is None
+
+
+def test_the_mode_label_is_shown_once_per_chat() -> None:
+    shown: set[str] = set()
+    first = label_once(f"{MEMORY_ONLY_EN['label']}\nNoted this message.", shown)
+    second = label_once(f"{MEMORY_ONLY_EN['label']}\nWhat I remember:", shown)
+    other = label_once(f"{MEMORY_ONLY_ZH['label']}\n我记得：", shown)
+    assert first.startswith(MEMORY_ONLY_EN["label"]) and second == "What I remember:"
+    assert other.startswith(MEMORY_ONLY_ZH["label"])
+    assert label_once("[model unavailable] x", shown) == "[model unavailable] x"  # degradations always said
+
