@@ -59,8 +59,11 @@ def validate_tenant(user_id: object, *, allow_shared: bool = False) -> str:
     Valid ids are 1-128 characters of letters (any script), digits, ``_ . @ : + -``. ``~shared`` is
     reserved for shared documents and only accepted where ``allow_shared`` is set.
     """
-    if allow_shared and user_id == SHARED_TENANT:
-        return SHARED_TENANT
+    if user_id == SHARED_TENANT:
+        if allow_shared:
+            return SHARED_TENANT
+        raise InvalidTenantError(f"{SHARED_TENANT!r} holds the shared documents, not a user's data: an admin lists "
+                                 "and deletes them with `mneme documents list|delete` (HTTP: /documents)")
     if not isinstance(user_id, str) or not user_id:
         raise InvalidTenantError("a user id is required (pass user_id / --user / X-User-Id)")
     if not _TENANT_RE.match(user_id):

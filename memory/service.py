@@ -19,7 +19,7 @@ import logging
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -499,6 +499,21 @@ class MemoryService:
         """Split a document into chunks and store them (shared by default, or private to ``user_id``)."""
         return documents.ingest_document(self.indexed, text, source=source, user_id=user_id,
                                          title=title, now=self.clock() if now is None else now)
+
+    def ingest_documents(self, docs: Sequence[documents.Document], *, user_id: str = SHARED_TENANT,
+                         now: float | None = None,
+                         progress: Callable[[int], None] | None = None) -> documents.IngestResult:
+        """Store many documents, their chunks embedded and written in batches (unchanged chunks skipped)."""
+        return documents.ingest_documents(self.indexed, docs, user_id=user_id, progress=progress,
+                                          now=self.clock() if now is None else now)
+
+    def list_documents(self, user_id: str = SHARED_TENANT) -> list[dict[str, Any]]:
+        """The shared documents (or ``user_id``'s private ones), one entry per source."""
+        return documents.list_documents(self.indexed, user_id)
+
+    def delete_documents(self, sources: Sequence[str], *, user_id: str = SHARED_TENANT) -> dict[str, int]:
+        """Delete the shared (or ``user_id``'s private) documents named by source; an unknown source is an error."""
+        return documents.delete_documents(self.indexed, sources, user_id=user_id)
 
     # -- erase ----------------------------------------------------------------------------------
     def forget_user(self, user_id: str) -> int:

@@ -4,7 +4,8 @@
     ├── ConfigurationError          a setting is missing, malformed or contradicts another
     ├── InvalidInputError           text, ids or filters a caller passed are unusable (empty, huge, hostile)
     │   ├── InvalidTenantError      a user id is missing or not a valid tenant id
-    │   └── RequestTooLargeError    a message or request is over a configured limit (HTTP 413)
+    │   ├── RequestTooLargeError    a message or request is over a configured limit (HTTP 413)
+    │   └── UnreadableFileError     a file to ingest is not text or not a regular file (binary, /dev/null, FIFO)
     ├── MemoryStoreError            the memory backend failed; the message says what to do
     │   ├── StoreUnavailableError   the Chroma server (or other backend) cannot be reached: names the URL
     │   ├── EmbedderMismatchError   the store was built with another embedding model: names both
@@ -42,6 +43,13 @@ class RequestTooLargeError(InvalidInputError):
     """Raised when a message or request is over a configured limit (``MNEME_MAX_MESSAGE_CHARS`` …); HTTP 413.
 
     Nothing of the request has been stored; the message names the limit and how to change it.
+    """
+
+
+class UnreadableFileError(InvalidInputError):
+    """Raised when a file to ingest cannot be read as text: binary, undecodable, a directory, a device or FIFO.
+
+    The message names the file and what it is; nothing of it has been stored.
     """
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from mneme.errors import MnemeError
 
-COMMAND_MODULES = ("chat", "ingest", "serve", "keys", "memories", "reindex", "gc", "eval", "bench")
+COMMAND_MODULES = ("chat", "ingest", "documents", "serve", "keys", "memories", "reindex", "gc", "eval", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:

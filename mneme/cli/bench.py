@@ -21,3 +21,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     from mneme.evaluation.bench_serve import register_serve
 
     register_serve(sub)
+    from mneme.evaluation.bench_ingest import register_ingest
+
+    register_ingest(sub)

@@ -1,4 +1,10 @@
-"""``mneme ingest PATH...``: add text and Markdown files (directories recursively) to the documents."""
+"""``mneme ingest PATH...``: add text files (directories recursively) to the documents, shared or private.
+
+Files are read whatever their encoding (``mneme.textfiles``: BOM, UTF-8, GB18030/GBK, UTF-16, … or
+``--encoding``); a named path that is missing or not a regular file (``/dev/null``, a FIFO) stops the command
+before anything is stored (exit 2); a file that turns out not to be text is skipped with its reason (exit 1
+at the end). All chunks are then embedded and stored in batches across files.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mneme.errors import InvalidInputError
+from mneme.textfiles import check_regular
 
 TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".rst", ".text"})
 
@@ -16,60 +22,83 @@ TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".rst", ".text"})
 def register(subparsers: Any) -> None:
     """Add the ``ingest`` subcommand."""
     p = subparsers.add_parser("ingest", help="add text and Markdown files to the documents collection")
-    p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or directories (recursive)")
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+                   help="files (any name) or directories (their .txt/.md/.markdown/.rst/.text files, recursively)")
     p.add_argument("--user", "-u", default=None,
                    help="make the documents private to this user (default: shared with everyone)")
+    p.add_argument("--encoding", "-e", default=None,
+                   help="read every file in this encoding (default: detect it: BOM, UTF-8, GB18030/GBK, UTF-16, …)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
 
 
 def find_files(paths: Iterable[Path]) -> Iterator[Path]:
-    """Text and Markdown files under ``paths`` (files named directly are taken whatever their suffix)."""
+    """Text files under ``paths`` (files named directly are taken whatever their suffix).
+
+    Raises ``UnreadableFileError`` for a named path that does not exist or is neither a directory nor a
+    regular file, before anything is read.
+    """
     for path in paths:
         if path.is_dir():
             for child in sorted(path.rglob("*")):
                 if child.is_file() and child.suffix.lower() in TEXT_SUFFIXES \
                         and not any(part.startswith(".") for part in child.relative_to(path).parts):
                     yield child
-        elif path.is_file():
-            yield path
         else:
-            raise InvalidInputError(f"no such file or directory: {path}")
-
-
-def title_of(path: Path, text: str) -> str:
-    """A Markdown file's first heading, else the file name."""
-    for line in text.splitlines()[:20]:
-        if line.startswith("#"):
-            return line.lstrip("#").strip() or path.stem
-    return path.stem
+            check_regular(path)
+            yield path
 
 
 def run(args: argparse.Namespace) -> int:
-    """Ingest every file; report counts; returns the exit code (1 if some files were unreadable)."""
-    from tqdm import tqdm
+    """Ingest every file; report counts; returns the exit code (1 if some files were skipped as unreadable)."""
+    import json
 
+    from mneme.cli.progress import Progress
     from mneme.config import Settings
+    from mneme.errors import UnreadableFileError
     from mneme.memory.base import SHARED_TENANT, validate_tenant
+    from mneme.memory.documents import Document, chunk_text, markdown_title
     from mneme.stores import open_service
+    from mneme.textfiles import read_text_file
 
     owner = validate_tenant(args.user) if args.user else SHARED_TENANT
-    files = list(find_files(args.paths))
-    service = open_service(Settings.from_env())
-    chunks = failed = 0
-    try:
-        for path in tqdm(files, desc="ingest", unit="file", disable=not sys.stderr.isatty()):
+    files = list(dict.fromkeys(find_files(args.paths)))
+    docs: list[Document] = []
+    skipped: dict[str, str] = {}
+    empty: list[str] = []
+    encodings: dict[str, int] = {}
+    with Progress("ingest: read", total=len(files), unit="file") as bar:
+        for path in files:
+            bar.update()
             try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                print(f"mneme: skipped {path}: {exc}", file=sys.stderr)
-                failed += 1
+                read = read_text_file(path, encoding=args.encoding)
+            except UnreadableFileError as exc:
+                skipped[str(path)] = str(exc)
+                print(f"mneme: skipped {exc}", file=sys.stderr)
                 continue
-            if not text.strip():
+            if not read.text.strip():
+                empty.append(str(path))
                 continue
-            ids = service.ingest_document(text, source=str(path), user_id=owner, title=title_of(path, text))
-            chunks += len(ids)
-    finally:
-        service.close()
+            encodings[read.encoding] = encodings.get(read.encoding, 0) + 1
+            docs.append(Document(text=read.text, source=str(path), title=markdown_title(read.text) or path.stem))
+    total = sum(len(chunk_text(d.text)) for d in docs)
+    chunks = unchanged = 0
+    if docs:
+        service = open_service(Settings.from_env())
+        try:
+            with Progress("ingest: embed and store", total=total, unit="chunk") as bar:
+                result = service.ingest_documents(docs, user_id=owner, progress=bar.update)
+            chunks, unchanged = sum(len(i) for i in result.ids), result.unchanged
+        finally:
+            service.close()
     scope = "shared" if owner == SHARED_TENANT else f"private to {owner}"
-    print(f"ingested {len(files) - failed} files ({chunks} chunks, {scope})")
-    return 1 if failed else 0
+    if args.json:
+        print(json.dumps({"files": len(docs), "chunks": chunks, "unchanged_chunks": unchanged, "user_id": owner,
+                          "encodings": encodings,
+                          "empty": empty, "skipped": skipped}, ensure_ascii=False))
+    else:
+        extra = "".join([f", {unchanged} unchanged" if unchanged else "",
+                         f", {len(empty)} empty files" if empty else "",
+                         f", {len(skipped)} skipped" if skipped else ""])
+        print(f"ingested {len(docs)} files ({chunks} chunks, {scope}{extra})")
+    return 1 if skipped else 0
