@@ -195,3 +195,14 @@ def test_stream_yields_this_turn(app: App) -> None:
         events = [line[6:] for line in r.iter_lines() if line.startswith("data: ")]
     outputs = [json.loads(e) for e in events if e.startswith("{")]
     assert outputs and outputs[-1]["answer"] == "reply to: stream me" and outputs[-1]["thread_id"] == "s"
+
+
+def test_a_batch_shares_one_thread_unless_given_one_config_per_input(app: App) -> None:
+    inputs = [{"messages": [{"role": "user", "content": f"batch item {i}"}]} for i in range(2)]
+    shared = httpx.post(f"{app.url}/agent/batch", json={"inputs": inputs}, headers={"X-User-Id": "batcher"},
+                        timeout=60).json()["output"]
+    assert shared[0]["thread_id"] == shared[1]["thread_id"]
+    apart = httpx.post(f"{app.url}/agent/batch", json={"inputs": inputs, "config": [{}, {}]},
+                       headers={"X-User-Id": "batcher"}, timeout=60).json()["output"]
+    assert apart[0]["thread_id"] != apart[1]["thread_id"]
+    assert len(threads_of(app.saver, "batcher")) == 3

@@ -146,7 +146,6 @@ def test_a_chat_model_answers_with_recalled_memory() -> None:
         assert ask(url, "我的猫叫什么名字？", user="bob", thread="3").json()["output"]["answer"] == "不知道"
 
 
-@pytest.mark.slow
 def _mneme_serve(data_dir: Path, **extra_env: str) -> tuple[subprocess.Popen[str], str]:
     """Start ``mneme serve`` (real defaults: use-m3, no key) on a free port; return it and its URL once healthy."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MNEME_", "LANGSMITH_"))}
@@ -181,6 +180,7 @@ def _eventually(check: Callable[[], bool], seconds: float = 10.0) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_two_app_processes_on_one_chroma_server_answer_from_the_same_memory(tmp_path: Path, chroma_server) -> None:
     """Two ``mneme serve`` processes (separate data dirs, as on two machines) behind one ``chroma run``."""
     import uuid
@@ -207,6 +207,7 @@ def test_two_app_processes_on_one_chroma_server_answer_from_the_same_memory(tmp_
             proc.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_mneme_serve_runs_the_default_app(tmp_path: Path) -> None:
     """``mneme serve`` with the real defaults (embedded Chroma, use-m3, no key)."""
     proc, url = _mneme_serve(tmp_path / "data")
