@@ -123,6 +123,7 @@ class KeywordIndex:
             if self.path is not None:
                 self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("PRAGMA secure_delete = ON")  # an erased user's entries are zeroed on disk
             self._conn.execute("PRAGMA cache_size = -32768")  # 32 MiB: postings inserts touch many pages
             with self._write():
                 for statement in _SCHEMA:

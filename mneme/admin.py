@@ -6,18 +6,28 @@ service this process opened (embedded data directory or a Chroma server); a remo
 with the same JSON-ready dicts (``record_to_json``), so the command prints the same thing either way.
 
 Deleting is exact: an id that is not one of the user's records is an error and nothing is deleted, so a typo
-never passes for a success.
+never passes for a success. Erasing is whole: the user's memories, archive and private documents, their turns
+still queued in the write journal, and every conversation thread of theirs in the checkpointer (when the admin
+has one); export likewise lists the records and then the threads (``{"type": "thread", ...}`` lines).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import asyncio
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
+
+from langchain_core.messages import BaseMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from mneme.errors import InvalidInputError
 from mneme.memory.base import SHARED_TENANT, Kind, validate_tenant
 from mneme.memory.records import record_to_json
 from mneme.memory.service import MemoryService, RecallOptions
+from mneme.threads import adelete_threads, athreads_of, delete_threads, scoped_thread_id, threads_of
+
+CheckpointerRef = BaseCheckpointSaver | Callable[[], BaseCheckpointSaver | None] | None
+"""A checkpointer, or a function giving the current one (a server opens its own in its lifespan)."""
 
 
 class MemoryAdmin(Protocol):
@@ -59,11 +69,56 @@ def check_found(user_id: str, wanted: Sequence[str], found: Sequence[str], what:
         raise InvalidInputError(f"no {what} {', '.join(missing)} of user {user_id}; nothing was changed")
 
 
-class LocalAdmin:
-    """``MemoryAdmin`` over a memory service opened in this process."""
+def _message_json(message: Any) -> dict[str, Any]:
+    if isinstance(message, BaseMessage):
+        role = {"human": "user", "ai": "assistant"}.get(message.type, message.type)
+        return {"id": message.id, "role": role, "content": message.content}
+    return {"content": str(message)}
 
-    def __init__(self, service: MemoryService) -> None:
+
+def _thread_json(user_id: str, thread_id: str, values: dict[str, Any] | None) -> dict[str, Any]:
+    values = values or {}
+    return {"type": "thread", "user_id": user_id, "thread_id": thread_id,
+            "messages": [_message_json(m) for m in values.get("messages") or []],
+            "summary": values.get("summary") or ""}
+
+
+def _config(user_id: str, thread_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": scoped_thread_id(user_id, thread_id), "checkpoint_ns": ""}}
+
+
+def export_threads(checkpointer: BaseCheckpointSaver, user_id: str) -> list[dict[str, Any]]:
+    """Every thread of ``user_id`` as it stands (latest checkpoint): its messages and running summary."""
+    out = []
+    for thread_id in threads_of(checkpointer, user_id):
+        found = checkpointer.get_tuple(_config(user_id, thread_id))  # type: ignore[arg-type]
+        out.append(_thread_json(user_id, thread_id, found.checkpoint["channel_values"] if found else None))
+    return out
+
+
+async def aexport_threads(checkpointer: BaseCheckpointSaver, user_id: str) -> list[dict[str, Any]]:
+    """Async twin of ``export_threads`` (for the async savers a server runs)."""
+    out = []
+    for thread_id in await athreads_of(checkpointer, user_id):
+        found = await checkpointer.aget_tuple(_config(user_id, thread_id))  # type: ignore[arg-type]
+        out.append(_thread_json(user_id, thread_id, found.checkpoint["channel_values"] if found else None))
+    return out
+
+
+class LocalAdmin:
+    """``MemoryAdmin`` over a memory service (and a thread checkpointer) opened in this process."""
+
+    def __init__(self, service: MemoryService, *, checkpointer: CheckpointerRef = None,
+                 on_close: Callable[[], Any] | None = None) -> None:
         self.service = service
+        self._checkpointer = checkpointer
+        self._on_close = on_close
+
+    @property
+    def checkpointer(self) -> BaseCheckpointSaver | None:
+        """The thread checkpointer, if this admin has one (now)."""
+        ref = self._checkpointer
+        return ref if ref is None or isinstance(ref, BaseCheckpointSaver) else ref()
 
     def list_memories(self, user_id: str, kinds: Sequence[Kind] | None = None) -> list[dict[str, Any]]:
         """Every record of ``user_id`` (live and archived, documents included unless ``kinds``), oldest first."""
@@ -93,13 +148,43 @@ class LocalAdmin:
         self.service.delete(user_id, found)
         return found
 
+    def _erase_memory(self, user_id: str) -> dict[str, int]:
+        journal = self.service.journal
+        queued = len(journal.pending(user_id)) if journal is not None else 0
+        return {"records": self.service.forget_user(user_id), "queued_turns": queued}
+
     def erase(self, user_id: str) -> dict[str, int]:
-        """Erase every memory, the archive and private documents of ``user_id``."""
-        return {"records": self.service.forget_user(validate_tenant(user_id))}
+        """Erase everything of ``user_id``: memories, archive, private documents, queued turns, threads."""
+        user_id = validate_tenant(user_id)
+        erased = self._erase_memory(user_id)
+        checkpointer = self.checkpointer
+        if checkpointer is not None:
+            erased["threads"] = delete_threads(checkpointer, user_id)
+        return erased
+
+    async def aerase(self, user_id: str) -> dict[str, int]:
+        """Async twin of ``erase`` (the store work runs in a thread; the async savers are awaited)."""
+        user_id = validate_tenant(user_id)
+        erased = await asyncio.to_thread(self._erase_memory, user_id)
+        checkpointer = self.checkpointer
+        if checkpointer is not None:
+            erased["threads"] = await adelete_threads(checkpointer, user_id)
+        return erased
 
     def export(self, user_id: str) -> Iterator[dict[str, Any]]:
-        """Every record of ``user_id``, oldest first."""
+        """Every record of ``user_id`` (oldest first), then every thread of theirs."""
         yield from self.list_memories(user_id)
+        checkpointer = self.checkpointer
+        if checkpointer is not None:
+            yield from export_threads(checkpointer, validate_tenant(user_id))
+
+    async def aexport(self, user_id: str) -> list[dict[str, Any]]:
+        """Async twin of ``export``."""
+        items = await asyncio.to_thread(self.list_memories, user_id)
+        checkpointer = self.checkpointer
+        if checkpointer is not None:
+            items += await aexport_threads(checkpointer, validate_tenant(user_id))
+        return items
 
     def restore(self, user_id: str, ids: Sequence[str]) -> list[str]:
         """Bring archived records back into recall; an id that is not archived is an error."""
@@ -110,5 +195,9 @@ class LocalAdmin:
         return self.service.restore(user_id, archived)
 
     def close(self) -> None:
-        """Close the memory service."""
-        self.service.close()
+        """Close the memory service (and what ``on_close`` releases: the checkpointer this admin opened)."""
+        try:
+            self.service.close()
+        finally:
+            if self._on_close is not None:
+                self._on_close()

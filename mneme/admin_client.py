@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
 from typing import Any
 
 import httpx
@@ -106,15 +107,23 @@ def open_admin(settings: Settings) -> MemoryAdmin:
     """
     from mneme.server_info import read_server_file
     from mneme.stores import open_service
+    from mneme.threads import open_checkpointer
 
     if not settings.chroma_url:
         info = read_server_file(settings.data_dir)
         if info is not None:
             return RemoteAdmin(str(info["url"]), str(info["admin_token"]))
     try:
-        return LocalAdmin(open_service(settings))
+        service = open_service(settings)
     except StoreLockedError:
         info = None if settings.chroma_url else read_server_file(settings.data_dir)
         if info is not None:  # the server started meanwhile
             return RemoteAdmin(str(info["url"]), str(info["admin_token"]))
         raise
+    stack = ExitStack()
+    try:
+        checkpointer = stack.enter_context(open_checkpointer(settings))  # the user's threads, for erase and export
+    except BaseException:
+        service.close()
+        raise
+    return LocalAdmin(service, checkpointer=checkpointer, on_close=stack.close)

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
-from mneme.admin import LocalAdmin
+from mneme.admin import CheckpointerRef, LocalAdmin
 from mneme.auth import Principal
 from mneme.errors import InvalidInputError
 from mneme.memory.base import SHARED_TENANT, Kind, validate_tenant
@@ -65,10 +65,14 @@ User = Annotated[str, Depends(_user)]
 Admin = Annotated[Principal, Depends(_admin)]
 
 
-def memory_router(service: MemoryService) -> APIRouter:
-    """The ``/memories`` and ``/documents`` routes over ``service`` (sync handlers: FastAPI runs them in threads)."""
+def memory_router(service: MemoryService, *, checkpointer: CheckpointerRef = None) -> APIRouter:
+    """The ``/memories`` and ``/documents`` routes over ``service`` (sync handlers: FastAPI runs them in threads).
+
+    ``checkpointer`` (or a function giving the server's current one) holds the conversation threads: erasing a
+    user removes theirs, and export lists them.
+    """
     router = APIRouter(tags=["memory"])
-    admin = LocalAdmin(service)  # the same operations as ``mneme memories``
+    admin = LocalAdmin(service, checkpointer=checkpointer)  # the same operations as ``mneme memories``
 
     @router.get("/memories")
     def list_(user: User, kind: Annotated[list[Kind] | None, Query()] = None,
@@ -84,10 +88,12 @@ def memory_router(service: MemoryService) -> APIRouter:
         return {"user_id": user, "results": admin.search(user, body.query, k=body.k)}
 
     @router.get("/memories/export")
-    def export(user: User) -> StreamingResponse:
-        """Everything stored for the caller, one JSON object per line."""
+    async def export(user: User) -> StreamingResponse:
+        """Everything stored for the caller, one JSON object per line: records, then threads."""
+        items = await admin.aexport(user)
+
         def lines() -> Iterator[str]:
-            for item in admin.export(user):
+            for item in items:
                 yield json.dumps(item, ensure_ascii=False) + "\n"
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
@@ -102,9 +108,9 @@ def memory_router(service: MemoryService) -> APIRouter:
         return {"deleted": 1, "id": record_id}
 
     @router.delete("/memories")
-    def delete_all(user: User) -> dict[str, object]:
-        """Erase everything kept about the caller (``MemoryService.forget_user``)."""
-        erased = admin.erase(user)
+    async def delete_all(user: User) -> dict[str, object]:
+        """Erase everything kept about the caller: memories, archive, private documents, queued turns, threads."""
+        erased = await admin.aerase(user)
         return {"user_id": user, "deleted": erased["records"], "erased": erased}
 
     @router.post("/memories/{record_id}/restore")

@@ -256,7 +256,9 @@ def create_app(
     if service is not None:
         from mneme.api import memory_router
 
-        app.include_router(memory_router(service))
+        # erasure and export reach the threads through the checkpointer the lifespan opened
+        app.include_router(memory_router(service, checkpointer=lambda: getattr(slot.get("graph"), "checkpointer",
+                                                                                None)))
 
     @app.exception_handler(RequestTooLargeError)
     async def too_large(_: Request, exc: RequestTooLargeError) -> JSONResponse:

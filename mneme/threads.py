@@ -199,6 +199,7 @@ def open_checkpointer(settings: Settings) -> Iterator[BaseCheckpointSaver]:
     path = sqlite_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+    db.execute("PRAGMA secure_delete = ON")  # an erased thread's bytes are zeroed, not left in free pages
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     try:
@@ -241,6 +242,7 @@ async def aopen_checkpointer(settings: Settings) -> AsyncIterator[BaseCheckpoint
     path = sqlite_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     async with aiosqlite.connect(str(path), timeout=30) as conn:
+        await conn.execute("PRAGMA secure_delete = ON")  # an erased thread's bytes are zeroed
         saver = AsyncSqliteSaver(conn, serde=RedactingSerializer())
         await saver.setup()
         yield saver

@@ -86,8 +86,12 @@ def test_list_search_export_and_delete_are_the_callers_own(api: Api) -> None:
     assert httpx.post(f"{api.url}/memories/search", json={"query": ""}, headers=api.headers["alice"]).status_code == 422
 
     lines = httpx.get(f"{api.url}/memories/export", headers=api.headers["alice"]).text.splitlines()
-    exported = [json.loads(line) for line in lines]
-    assert {e["user_id"] for e in exported} == {"alice"} and len(exported) == len(texts(api, "alice"))
+    everything = [json.loads(line) for line in lines]
+    exported = [e for e in everything if e.get("type") != "thread"]
+    assert {e["user_id"] for e in everything} == {"alice"} and len(exported) == len(texts(api, "alice"))
+    (thread,) = [e for e in everything if e.get("type") == "thread"]  # the conversation itself is exported too
+    assert [m["role"] for m in thread["messages"]] == ["user", "assistant"]
+    assert thread["messages"][0]["content"] == "我住在杭州，我养了一只叫豆豆的猫"
 
     one = exported[0]["id"]
     assert httpx.delete(f"{api.url}/memories/{one}", headers=api.headers["bob"]).status_code == 404
@@ -95,6 +99,8 @@ def test_list_search_export_and_delete_are_the_callers_own(api: Api) -> None:
     assert httpx.delete(f"{api.url}/memories/{one}", headers=api.headers["alice"]).status_code == 404
     gone = httpx.delete(f"{api.url}/memories", headers=api.headers["alice"]).json()
     assert gone["deleted"] == len(exported) - 1 and texts(api, "alice") == []
+    assert gone["erased"]["threads"] == 1  # erasing a user takes their threads too
+    assert httpx.get(f"{api.url}/memories/export", headers=api.headers["alice"]).text == ""
     assert any("Lisbon" in t for t in texts(api, "bob"))
 
 
