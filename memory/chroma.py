@@ -44,6 +44,7 @@ from urllib.parse import urlparse
 
 import chromadb
 import httpx
+import numpy as np
 from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from chromadb.config import Settings as ChromaSettings
@@ -661,21 +662,25 @@ class _LoadRaced(Exception):
 def _load_rows(col: Collection, tenant: str, moved: Callable[[], bool] | None = None) -> Loaded:
     """All ids, embeddings, texts and metadata of ``tenant`` in ``col``: scoped ``get``s of ``LOAD_PAGE`` rows.
 
+    Page by page, each page's embeddings (float64 as Chroma returns them) become unit float32 rows at once,
+    so a large tenant never holds its whole matrix twice or in float64 (100k rows: 200 MB, not ~1 GB).
     One page is one consistent read. Several are not, if another process deletes rows meanwhile: then
     ``moved()`` (server mode: did the key's stamp change?) is asked afterwards, and ``_LoadRaced`` raised if so.
     """
     ids: list[str] = []
-    vectors: list[Any] = []
+    pages: list[Any] = []
     rows: list[tuple[str, Mapping[str, Any]]] = []
     while True:
         hits = _Hits.of(col.get(where=_scope(tenant, None), limit=LOAD_PAGE, offset=len(ids),
                                 include=["embeddings", "documents", "metadatas"]))
         ids += hits.ids
-        vectors += hits.vectors if hits.vectors is not None else []
+        if hits.vectors:
+            pages.append(normalized(hits.vectors))
         rows += [(text or "", meta) for text, meta in zip(hits.texts, hits.metas, strict=True)]
         if len(hits.ids) < LOAD_PAGE:
             if len(ids) >= LOAD_PAGE and moved is not None and moved():
                 raise _LoadRaced(col.name)
+            vectors: Any = pages[0] if len(pages) == 1 else np.concatenate(pages) if pages else []
             return ids, vectors, rows
 
 

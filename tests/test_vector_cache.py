@@ -432,3 +432,68 @@ def test_a_paged_load_raced_by_another_process_is_not_trusted(
     got = a.search("alice", query, k=8)
     assert [h.record.id for h in got] == [h.record.id for h in plain.search("alice", query, k=8)]  # Chroma's query
     assert a._cache is not None and a._cache.keys() == []  # nothing installed from the raced loads
+
+
+# -- the int8 first pass of large entries: exactly the float32 ranking -------------------------------------
+def _unit_rows(rng: np.random.Generator, n: int, dim: int = 64) -> np.ndarray:
+    m = rng.standard_normal((n, dim)).astype(np.float32)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def _assert_same_top(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> None:
+    """The same rows in the same order; scores equal up to float32 summation order (BLAS blocks differ)."""
+    assert [i for i, _ in got] == [i for i, _ in want]
+    assert np.allclose([s for _, s in got], [s for _, s in want], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_int8_first_pass_ranks_exactly_like_the_float32_scan(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mneme.memory import vector_cache
+
+    monkeypatch.setattr(vector_cache, "QUANTIZED_MIN_ROWS", 500)  # small sizes, where brute force is cheap
+    rng = np.random.default_rng(seed)
+    vectors = _unit_rows(rng, 3000)
+    ids = [f"r{i}" for i in range(3000)]
+    cache = VectorCache(10_000)
+    snap = cache.snapshot(("c", "u"), lambda: (ids, vectors, [("", {})] * 3000))
+    assert snap is not None and snap.quant is not None
+    brute = Snapshot(ids, vectors)
+    for _ in range(20):
+        q = normalized(vectors[rng.integers(3000)] + 0.5 * rng.standard_normal(64).astype(np.float32))[0]
+        for k in (1, 10, 30):
+            _assert_same_top(snap.top(q, k), brute.top(q, k))
+
+
+def test_the_int8_copy_follows_upserts_and_removals(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mneme.memory import vector_cache
+
+    monkeypatch.setattr(vector_cache, "QUANTIZED_MIN_ROWS", 400)
+    rng = np.random.default_rng(9)
+    vectors = _unit_rows(rng, 380)  # below the threshold: no int8 copy yet
+    ids = [f"r{i}" for i in range(380)]
+    cache = VectorCache(10_000)
+    key = ("c", "u")
+    first = cache.snapshot(key, lambda: (ids, vectors, [("", {})] * 380))
+    assert first is not None and first.quant is None
+    more = _unit_rows(rng, 300)
+    cache.upsert(key, [f"s{i}" for i in range(300)], more, [("", {})] * 300)  # crosses it
+    replaced = _unit_rows(rng, 5)
+    cache.upsert(key, ["r0", "r1", "s2", "s3", "s4"], replaced, [("", {})] * 5)
+    cache.remove(key, ["r5", "s7", "r100"])
+    snap = cache.snapshot(key, lambda: ([], [], []))
+    assert snap is not None and snap.quant is not None and snap.quant.shape[0] == len(snap.ids) == 677
+    brute = Snapshot(snap.ids, snap.vectors)
+    for _ in range(20):
+        q = normalized(rng.standard_normal(64).astype(np.float32))[0]
+        _assert_same_top(snap.top(q, 10), brute.top(q, 10))
+    assert snap.top(normalized(replaced[0])[0], 1)[0][0] == list(snap.ids).index("r0")
+
+
+def test_the_dense_bench_reports_both_scans_and_that_they_agree() -> None:
+    from mneme.evaluation.bench_retrieval import run_dense_bench
+    from mneme.memory.vector_cache import QUANTIZED_MIN_ROWS
+
+    out = run_dense_bench(QUANTIZED_MIN_ROWS, queries=5, dim=64)
+    assert out["int8_used"] and out["same_top_k_every_query"]
+    assert out["float32_scan_ms"]["p95"] >= out["float32_scan_ms"]["p50"] > 0
+    assert out["int8_first_pass_ms"]["p50"] > 0

@@ -94,6 +94,39 @@ def run_retrieval_bench(n: int, *, tenants: int = 100, share: float = 0.01, quer
     }
 
 
+def run_dense_bench(n: int, *, queries: int = 200, k: int = 30, dim: int = 512, seed: int = 7) -> dict[str, Any]:
+    """The dense channel alone over one user's ``n`` cached rows (clustered synthetic unit vectors, no model):
+    the float32 scan against the int8 first pass + exact re-score (``vector_cache.QUANTIZED_MIN_ROWS``)."""
+    import numpy as np
+
+    from mneme.memory.vector_cache import Snapshot, VectorCache, normalized
+
+    rng = np.random.default_rng(seed)
+    centers = rng.standard_normal((200, dim)).astype(np.float32)
+    rows = centers[rng.integers(200, size=n)] + 0.8 * rng.standard_normal((n, dim)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    ids = [f"r{i}" for i in range(n)]
+    snap = VectorCache(max(n, 1)).snapshot(("bench", "target"), lambda: (ids, rows, [("", {})] * n))
+    assert snap is not None
+    brute = Snapshot(ids, snap.vectors)
+    qs = [normalized(rows[rng.integers(n)] + 0.5 * rng.standard_normal(dim).astype(np.float32))[0]
+          for _ in range(queries)]
+
+    def timed(top: Callable[[Any, int], Any]) -> dict[str, float]:
+        top(qs[0], k)
+        lat = []
+        for q in qs:
+            t = time.perf_counter()
+            top(q, k)
+            lat.append((time.perf_counter() - t) * 1000.0)
+        return {"p50": round(percentile(lat, 50), 2), "p95": round(percentile(lat, 95), 2)}
+
+    same = all([i for i, _ in snap.top(q, k)] == [i for i, _ in brute.top(q, k)] for q in qs)
+    return {"rows": n, "k": k, "queries": queries, "float32_scan_ms": timed(brute.top),
+            "int8_first_pass_ms": timed(snap.top), "int8_used": snap.quant is not None,
+            "same_top_k_every_query": same}
+
+
 def register_retrieval(sub: Any) -> None:
     """Add ``mneme bench retrieval``."""
     p = sub.add_parser("retrieval", help="end-to-end recall latency, ingest throughput and peak memory")
@@ -103,11 +136,16 @@ def register_retrieval(sub: Any) -> None:
                    help="fraction of the memories owned by the measured tenant (default 0.01; 1 = all)")
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--mode", choices=["embedded", "memory"], default="embedded")
+    p.add_argument("--dense-only", action="store_true",
+                   help="time only the dense channel over --memories cached rows of one user (no model, no store)")
     add_json_option(p)
 
     def handler(args: Any) -> int:
         from mneme.cli.progress import Progress
 
+        if args.dense_only:
+            emit(run_dense_bench(args.memories, queries=args.queries), args.json_out)
+            return 0
         with Progress("bench retrieval: ingest", total=args.memories, unit="memory") as bar:
             result = run_retrieval_bench(args.memories, tenants=args.tenants, share=args.share,
                                          queries=args.queries, mode=args.mode, progress=bar.update)
