@@ -24,3 +24,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     from mneme.evaluation.bench_ingest import register_ingest
 
     register_ingest(sub)
+    from mneme.evaluation.bench_limits import register_limits
+
+    register_limits(sub)
