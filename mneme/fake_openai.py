@@ -242,7 +242,11 @@ class _FakeHandler(BaseHTTPRequestHandler):
 
     # -- routes ------------------------------------------------------------------------------------
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        if self.path.rstrip("/").endswith("/models"):
+        with self.fake._lock:
+            failure = self.fake._failure
+        if failure is not None:  # a failing endpoint fails its model list too (what `mneme doctor` asks)
+            self._fail(failure)
+        elif self.path.rstrip("/").endswith("/models"):
             self._send_json(200, {"object": "list", "data": [
                 {"id": self.fake.model, "object": "model", "created": 0, "owned_by": "mneme-fake"}]})
         else:

@@ -1,17 +1,21 @@
 """Is Mneme ready to serve: each dependency asked one small real question, under a deadline.
 
 ``/healthz`` says only that the process answers; ``/readyz`` and ``mneme doctor`` ask the memory store
-(a filtered read), the embedder (one embedding), the checkpointer (one thread read) and, for the doctor, the
-chat model endpoint (its model list). A check that fails or does not answer within ``CHECK_TIMEOUT``
-seconds is reported by name with what went wrong; nothing is written.
+(a filtered read), the embedder (one embedding), the checkpointer (one thread read), report the
+write journal's backlog and, for the doctor, ask the chat model endpoint (its model list). A check that
+fails or does not answer within ``CHECK_TIMEOUT`` seconds is reported by name with what went wrong;
+nothing is written.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from mneme.deadlines import call_with_deadline
@@ -72,6 +76,27 @@ def acheckpointer_probe(checkpointer: Any) -> Callable[[], Awaitable[str]]:
         await checkpointer.aget_tuple(PROBE_THREAD)
         return type(checkpointer).__name__
     return probe
+
+
+def journal_probe(service: Any) -> Callable[[], str]:
+    """The write journal's backlog (turns acknowledged, not yet in the store) and the applier's last error."""
+    def probe() -> str:
+        journal = getattr(service, "journal", None)
+        if journal is None:
+            return "off (turns are stored synchronously)"
+        waiting = journal.backlog()
+        error = getattr(getattr(service, "applier", None), "last_error", None)
+        return f"{waiting} turn(s) waiting to be stored" + (f"; last store error: {error}" if error else "")
+    return probe
+
+
+def journal_files_backlog(directory: Path) -> int:
+    """Turns waiting in the journal files under ``directory`` (read-only: another process may own them)."""
+    total = 0
+    for path in sorted(Path(directory).glob("journal-*.sqlite3")):
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as conn:
+            total += int(conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+    return total
 
 
 def model_probe(base_url: str, api_key: str | None, model: str) -> Callable[[], str]:

@@ -30,7 +30,14 @@ from mneme.errors import (
     MnemeError,
     RequestTooLargeError,
 )
-from mneme.health import acheckpointer_probe, arun_checks, embedder_probe, readiness, store_probe
+from mneme.health import (
+    acheckpointer_probe,
+    arun_checks,
+    embedder_probe,
+    journal_probe,
+    readiness,
+    store_probe,
+)
 from mneme.http_input import (
     JSONBodyMiddleware,
     LastResortMiddleware,
@@ -185,6 +192,7 @@ def _readiness_probes(service: MemoryService | None, graph: Runnable | None) -> 
     if service is not None:
         probes["memory_store"] = store_probe(service.store)
         probes["embedder"] = embedder_probe(service.store.embedder)
+        probes["journal"] = journal_probe(service)
     checkpointer = getattr(graph, "checkpointer", None)
     if graph is None or checkpointer is not None:
         probes["checkpointer"] = acheckpointer_probe(checkpointer) if checkpointer is not None else _not_open

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 from mneme.errors import MnemeError
 
-COMMAND_MODULES = ("chat", "ingest", "documents", "serve", "keys", "memories", "reindex", "gc", "eval", "bench")
+COMMAND_MODULES = ("chat", "ingest", "documents", "serve", "keys", "memories", "reindex", "gc", "eval", "bench",
+                   "doctor")
 
 
 def build_parser() -> argparse.ArgumentParser:
