@@ -142,6 +142,8 @@ def run(args: argparse.Namespace, *, stdin: TextIO | None = None, stdout: TextIO
                 continue
             command = parse_command(line)
             if command is not None:
+                if command.name in ("memories", "forget"):
+                    service.drain(10)  # this chat's queued turns are part of what Mneme keeps
                 outcome = run_command(command, user=user, thread=thread, admin=admin)
                 if outcome.error:
                     print(f"mneme: {outcome.error}", file=sys.stderr, flush=True)
