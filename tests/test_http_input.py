@@ -149,5 +149,5 @@ def test_healthz_and_readyz(spawn_mneme_serve: Any) -> None:
     ready = httpx.get(f"{server.url}/readyz", timeout=30)
     body = ready.json()
     assert ready.status_code == 200 and body["status"] == "ready" and body["failed"] == []
-    assert set(body["checks"]) == {"memory_store", "embedder", "checkpointer"}
+    assert set(body["checks"]) == {"memory_store", "embedder", "checkpointer", "journal"}
     assert all(c["ok"] for c in body["checks"].values())
