@@ -13,6 +13,8 @@ Conventions, chosen to be predictable:
   Wednesday, but "last Monday" is the most recent Monday before today (English usage differs).
 - "N days ago" / N天前 is that one day; "N weeks/months/years ago" the calendar week/month/year that
   contains the day N units back. "a few days ago" / 几天前 / 前几天 is the 7 days before today.
+- Seasons are the northern meteorological ones (spring = March to May … winter = December to February):
+  去年夏天 / "last summer" is last year's, a bare 夏天 / "in the summer" the latest one begun.
 - Numeric dates with slashes are US order: 5/6 is May 6 (5/6/2023 too); ISO 2023-05-06 is unambiguous.
 - Not dates: a bare number ("iPhone 6", "第5章"), a duration without 前/ago ("3天", "3 days"), lower-case
   "may" (the verb; only "May" is the month).
@@ -323,6 +325,33 @@ def _weekend(n: int) -> Handler:
     return _fixed(span)
 
 
+_SEASON_START = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12,
+                 "春": 3, "夏": 6, "秋": 9, "冬": 12}
+"""First month of each (northern, meteorological) season: three months from there; winter runs into next year."""
+
+
+def _season_span(year: int, first_month: int) -> Span:
+    ny, nm = _add_months(year, first_month, 3)
+    return date(year, first_month, 1), date(ny, nm, 1), "range"
+
+
+def _season(m: re.Match[str], today: date) -> Span | None:
+    """去年夏天 / "last summer": that season of that year; a bare one (夏天, "in the summer") the latest begun.
+
+    "last winter" is the winter that began in December of last year (it ends in February of this year).
+    """
+    first = _SEASON_START[m.group("s").lower()]
+    rel = (m.group("rel") or "").lower()
+    if rel in ("去年", "last"):
+        return _season_span(today.year - 1, first)
+    if rel == "前年":
+        return _season_span(today.year - 2, first)
+    if rel in ("今年", "this"):
+        return _season_span(today.year, first)
+    year = today.year if date(today.year, first, 1) <= today else today.year - 1
+    return _season_span(year, first)
+
+
 _RULES: list[tuple[re.Pattern[str], Handler]] = [
     (re.compile(p), h)
     for p, h in [
@@ -349,6 +378,7 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         (r"上上个月", _months_back(2)),
         (r"上个月|上月|上個月", _months_back(1)),
         (r"这个月|本月|这月|這個月", _months_back(0)),
+        (r"(?P<rel>去年|前年|今年)?的?(?P<s>[春夏秋冬])(?:天|季)", _season),
         (r"大前年", _years_back(3)),
         (r"前年", _years_back(2)),
         (r"去年", _years_back(1)),
@@ -372,6 +402,8 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
             r"(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday)(?!s)\b",
             _en_weekday,
         ),
+        (r"(?i)\b(?:(?P<rel>last|this)\s+|(?:in|during|over)\s+the\s+)(?P<s>spring|summer|autumn|fall|winter)\b",
+         _season),
         (r"(?i)\blast\s+weekend\b", _weekend(1)),
         (r"(?i)\b(?:the\s+)?week\s+before\s+last\b", _weeks_back(2)),
         (rf"(?i:\b(?:in\s+)?the\s+)?\b(?i:last|past)\s+(?:{_EN_N}\s+)?(?P<u>(?i:days?|weeks?|months?))\b", _en_rolling),

@@ -232,3 +232,24 @@ def test_windows_are_nonempty_and_never_start_after_now(now, query):
     assert w is not None
     assert w.start < w.end
     assert w.start <= now
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("去年夏天我们去了哪里？", (date(2023, 6, 1), date(2023, 9, 1), "range")),
+        ("前年冬天下雪了吗", (date(2022, 12, 1), date(2023, 3, 1), "range")),
+        ("今年春天", (date(2024, 3, 1), date(2024, 6, 1), "range")),
+        ("夏天我去了哪", (date(2023, 6, 1), date(2023, 9, 1), "range")),  # the latest summer begun
+        ("What did we do last summer?", (date(2023, 6, 1), date(2023, 9, 1), "range")),
+        ("where did I go in the winter", (date(2023, 12, 1), date(2024, 3, 1), "range")),
+        ("this fall", (date(2024, 9, 1), date(2024, 12, 1), "range")),
+    ],
+)
+def test_seasons(query, expected):
+    assert span(query) == expected
+
+
+@pytest.mark.parametrize("query", ["The fall of Rome", "I fall asleep early", "a spring in the garden"])
+def test_seasons_need_a_season_reading(query):
+    assert parse_time_window(query, NOW) is None
