@@ -116,7 +116,13 @@ def test_search_finds_the_current_city(env: dict[str, str]) -> None:
 def test_other_users_see_nothing_and_delete_all_erases(env: dict[str, str]) -> None:
     assert listed(env, "u2") == []
     assert json.loads(mneme(env, "memories", "search", "--user", "u2", "北京", "--json").stdout) == []
+    exported = [json.loads(line) for line in mneme(env, "memories", "export", "--user", "u1").stdout.splitlines()]
+    (thread,) = [e for e in exported if e.get("type") == "thread"]  # the conversation is exported with the memories
+    assert thread["messages"] and thread["messages"][-1]["role"] == "assistant"
+    for raw in IDENTIFIERS:  # as the thread store keeps it: redacted
+        assert raw not in json.dumps(exported, ensure_ascii=False)
     proc = mneme(env, "memories", "delete", "--user", "u1", "--all", "--yes")
-    assert "erased everything of u1: 5 records" in proc.stderr
+    assert "erased everything of u1: 5 records, 0 queued turns, 1 thread" in proc.stderr  # the chat's thread too
+    assert mneme(env, "memories", "export", "--user", "u1").stdout == ""
     assert listed(env, "u1") == []
     assert json.loads(mneme(env, "memories", "search", "--user", "u1", "北京 上海", "--json").stdout) == []

@@ -127,7 +127,8 @@ def _delete(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     elif args.all:
-        parts = ", ".join(f"{n} {what.replace('_', ' ')}" for what, n in result["erased"].items())
+        parts = ", ".join(f"{n} {what.replace('_', ' ').removesuffix('s') if n == 1 else what.replace('_', ' ')}"
+                          for what, n in result["erased"].items())
         print(f"erased everything of {user}: {parts}", file=sys.stderr)
     else:
         print(f"deleted {len(result['deleted'])} record(s) of {user}: {' '.join(result['deleted'])}", file=sys.stderr)
