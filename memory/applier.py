@@ -51,11 +51,18 @@ class JournalApplier:
         self.last_error: str | None = None
         """The last failure, until a batch succeeds again (``/readyz`` and ``mneme doctor`` may show it)."""
         self._plans: dict[str, TurnPlan] = {}
+        self._touches: dict[str, dict[str, tuple[float, int]]] = {}
+        """Recalls to count, per user and record: (latest time, how many); applied in batches, best effort."""
+        self._touch_lock = threading.Lock()
+        self.touch_interval = 1.0
+        """Seconds between writes of counted recalls: a user recalled many times costs one write per interval."""
+        self._touched_at = 0.0
         self._stop = threading.Event()
         self._running = threading.Event()
         self._running.set()
         self._idle = threading.Condition()
         self._busy = False
+        self._draining = False
         self._thread = threading.Thread(target=self._run, name="mneme-journal-apply", daemon=True)
 
     def start(self) -> None:
@@ -70,11 +77,26 @@ class JournalApplier:
         """Take batches again after ``pause``."""
         self._running.set()
 
+    def touch(self, user_id: str, ids: list[str], now: float) -> None:
+        """Count a recall of ``ids`` later, in this thread (reinforcement is a side write: off the request)."""
+        with self._touch_lock:
+            mine = self._touches.setdefault(user_id, {})
+            for rid in ids:
+                last, n = mine.get(rid, (now, 0))
+                mine[rid] = (max(last, now), n + 1)
+
     def drain(self, timeout: float | None = 30.0) -> bool:
         """Wait until the journal holds nothing still to apply; False if ``timeout`` passed first."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        self._draining = True
+        try:
+            return self._wait_drained(deadline)
+        finally:
+            self._draining = False
+
+    def _wait_drained(self, deadline: float | None) -> bool:
         while True:
-            if not self.journal.take(1) and not self._busy:
+            if not self.journal.take(1) and not self._busy and not self._touches:
                 return True
             if deadline is not None and time.monotonic() >= deadline:
                 return False
@@ -98,8 +120,10 @@ class JournalApplier:
             if not self._running.is_set():
                 self._running.wait(0.1)
                 continue
+            self._apply_touches()
             entries = self.journal.take(self.batch_size)
             if not entries:
+                self._apply_touches(now=self._draining)
                 self.journal.wait_for_entries(0.2)
                 continue
             self._busy = True
@@ -120,6 +144,32 @@ class JournalApplier:
                 self._busy = False
                 with self._idle:
                     self._idle.notify_all()
+
+    def _apply_touches(self, *, now: bool = False) -> None:
+        """Store the counted recalls: one read and one metadata update per user, whatever the number of recalls."""
+        if not self._touches or (not now and time.monotonic() - self._touched_at < self.touch_interval):
+            return
+        self._touched_at = time.monotonic()
+        with self._touch_lock:
+            touches, self._touches = self._touches, {}
+            self._busy = True  # drain() waits for these writes too
+        try:
+            self._write_touches(touches)
+        finally:
+            self._busy = False
+
+    def _write_touches(self, touches: dict[str, dict[str, tuple[float, int]]]) -> None:
+        for user_id, counted in touches.items():
+            try:
+                with self.service.write_lock:
+                    current = self.service.store.get(user_id, list(counted))
+                    updates = {r.id: {"last_accessed": counted[r.id][0],
+                                      "access_count": r.access_count + counted[r.id][1]}
+                               for r in current if r.user_id == user_id}
+                    if updates:
+                        self.service.store.update_metadata(user_id, updates)
+            except Exception as exc:  # noqa: BLE001 - reinforcement is best effort; recall never waits for it
+                logger.warning("could not count recalls of %s's memories: %s", user_id, exc)
 
     def _apply(self, entries: list[JournalEntry]) -> None:
         from mneme.memory.service import TurnRequest

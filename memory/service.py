@@ -287,6 +287,9 @@ class MemoryService:
         if not ids:
             return
         now = self.clock() if now is None else now
+        if self.applier is not None:  # with a journal, the background thread counts recalls in batches
+            self.applier.touch(user_id, list(ids), now)
+            return
         current = {r.id: r for r in self.store.get(user_id, list(ids))}
         updates = {rid: {"last_accessed": now, "access_count": rec.access_count + 1}
                    for rid, rec in current.items() if rec.user_id == user_id}

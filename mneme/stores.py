@@ -56,12 +56,14 @@ def open_service(settings: Settings, *, embedder: Embedder | None = None, model:
     by a background thread in batches; queued turns an earlier run left behind are stored first.
     ``journal=False`` stores each turn synchronously.
     """
+    from mneme.memory.embedding_batcher import BatchingEmbedder
     from mneme.memory.journal import open_journal
     from mneme.memory.keyword import KeywordIndex
     from mneme.memory.service import MemoryService
     from mneme.memory.writing import WritePolicy
 
-    store = open_store(settings, embedder=embedder)
+    # concurrent turns share embedding calls, and a turn's text embedded for recall is not embedded again
+    store = open_store(settings, embedder=BatchingEmbedder(embedder or settings_embedder(settings)))
     keyword = KeywordIndex(keyword_index_path(settings))
     try:
         queue = open_journal(journal_dir(settings)) if journal else None

@@ -302,3 +302,16 @@ def test_without_a_journal_turns_are_stored_at_once() -> None:
     service = make(None)
     report = service.enqueue_turn("alice", user_text="I like oolong tea")
     assert report.stored and not report.queued and service.drain(0)
+
+
+def test_recalls_are_counted_by_the_background_thread_in_one_write(journal: WriteJournal) -> None:
+    store = FlakyStore(FakeEmbeddings())
+    service = make(journal, store=store)
+    service.enqueue_turn("alice", user_text="I like oolong tea")
+    assert service.drain(10)
+    calls = store.add_calls
+    for _ in range(3):
+        assert service.recall("alice", "what tea do I like?")
+    assert service.drain(10)
+    [episode] = [r for r in all_records(service, "alice") if r.kind == Kind.EPISODIC]
+    assert episode.access_count == 3 and store.add_calls == calls

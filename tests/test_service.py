@@ -554,6 +554,7 @@ def test_an_upserted_fact_starts_fresh(tmp_path: Path, backend: str) -> None:
     try:
         service.remember_turn("u1", user_text="我住在上海", now=NOW)
         service.recall("u1", "我住在哪里", now=NOW + 60)  # reinforces the 上海 fact
+        service.drain(10)  # with a journal (open_service), recalls are counted by its background thread
         assert service.store.get_by_key("u1", Kind.FACT, "home_city").last_accessed == NOW + 60  # type: ignore[union-attr]
         service.remember_turn("u1", user_text="我搬到北京了", now=NOW + DAY)
         fact = service.store.get_by_key("u1", Kind.FACT, "home_city")

@@ -45,10 +45,12 @@ def run(args: argparse.Namespace) -> int:
 
     from mneme.auth import Authenticator
     from mneme.config import Settings
+    from mneme.cpu import limit_blas_threads
     from mneme.serve import create_app
     from mneme.server_info import local_url, new_admin_token, remove_server_file, write_server_file
 
     settings = Settings.from_env()
+    limit_blas_threads(1)  # concurrent turns fill the cores; multi-threaded BLAS on tiny matrices only spins
     token = new_admin_token()
     authenticator = Authenticator.from_settings(settings, local_admin_token=token, default_user=args.default_user)
     if authenticator.dev_mode:

@@ -2,12 +2,13 @@
 
 It starts ``mneme serve`` on a free loopback port (memory-only mode: no model endpoint; the default offline
 embedder; embedded Chroma in a temporary data directory, or ``--chroma-url``), then runs two phases of
-concurrent clients, each client a user of its own with a thread of its own, each turn one ``/agent/invoke``
-stating a fact that holds a unique token ("my locker code is kx7q2…", half of them in Chinese). Latency is
-measured at the client, from request to response. After the load, it waits until every acknowledged turn
-(HTTP 200 with ``memory_report.queued`` or ``stored``) is in the store (``GET /memories``: the journal has
-drained), then checks that each token is recalled for its own user (``POST /memories/search``) and for no
-other user. The client runs in this process on the same machine, so it shares the cores with the server.
+concurrent clients, each client a user of its own with a thread of its own, each turn one
+``/agent/invoke`` stating something with a unique made-up name ("I visited a village called Bokamuri",
+half of them in Chinese). Latency is measured at the client, from request to response. After the load,
+it waits until every acknowledged turn (HTTP 200 with ``memory_report.queued`` or ``stored``) is in the
+store (``GET /memories``: the journal has drained), then checks that each name is recalled for its own
+user (``POST /memories/search``) and for no other user. The client runs in this process on the same
+machine, so it shares the cores with the server; the server's own CPU time per turn is reported too.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ import httpx
 from mneme.evaluation.bench_store import free_port
 from mneme.evaluation.harness import add_json_option, emit, percentile
 
-_EN = "My locker code for the {n} gym visit is {token}, please remember it."
-_ZH = "我第{n}次去健身房的储物柜密码是{token}，请记住。"
+_EN = "On trip {n} I visited a village called {token} and loved it."
+_ZH = "我第{n}次旅行去了一个叫{token}的村子，很喜欢那里。"
+_SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
 
 
 @dataclass
@@ -44,6 +46,8 @@ class Phase:
     """user -> tokens of turns answered 200 with the turn queued or stored."""
     failed: int = 0
     seconds: float = 0.0
+    server_cpu_s: float = 0.0
+    """CPU time the server process used during the phase (all its threads): less sensitive to other load."""
 
     def figures(self) -> dict[str, Any]:
         """JSON-ready figures of this phase."""
@@ -53,6 +57,7 @@ class Phase:
             "turns_per_s": round(done / self.seconds, 1) if self.seconds else 0.0,
             "p50_ms": round(percentile(self.latencies_ms, 50), 1),
             "p95_ms": round(percentile(self.latencies_ms, 95), 1),
+            "server_cpu_ms_per_turn": round(1000 * self.server_cpu_s / done, 1) if done else 0.0,
         }
 
 
@@ -86,7 +91,7 @@ def start_server(data_dir: Path, *, chroma_url: str | None = None, timeout: floa
 async def _client(http: httpx.AsyncClient, url: str, user: str, turns: int, phase: Phase) -> None:
     tokens = phase.acknowledged.setdefault(user, [])
     for n in range(turns):
-        token = f"kx{secrets.token_hex(5)}"
+        token = "".join(secrets.choice(_SYLLABLES) for _ in range(4)).capitalize()  # not a secret to redaction
         text = (_ZH if n % 2 else _EN).format(n=n + 1, token=token)
         body = {"input": {"messages": [{"role": "user", "content": text}]}}
         start = time.perf_counter()
@@ -104,14 +109,25 @@ async def _client(http: httpx.AsyncClient, url: str, user: str, turns: int, phas
             phase.failed += 1
 
 
-async def run_phase(url: str, *, clients: int, turns: int, tag: str) -> Phase:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def run_phase(url: str, *, clients: int, turns: int, tag: str, pid: int | None = None) -> Phase:
     """``clients`` concurrent users, ``turns`` turns each; latencies and acknowledged tokens."""
     phase = Phase(clients=clients, turns=turns)
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    cpu = cpu_seconds(pid) if pid else 0.0
     async with httpx.AsyncClient(timeout=120, limits=limits) as http:
         start = time.perf_counter()
         await asyncio.gather(*(_client(http, url, f"bench-{tag}-{c}", turns, phase) for c in range(clients)))
         phase.seconds = time.perf_counter() - start
+    phase.server_cpu_s = cpu_seconds(pid) - cpu if pid else 0.0
     return phase
 
 
@@ -165,8 +181,8 @@ def run_serve_bench(*, clients: int = 16, turns: int = 12, single_turns: int | N
         try:
             asyncio.run(run_phase(url, clients=2, turns=3, tag="warm"))  # load the embedder, open collections
             before = machine()
-            one = asyncio.run(run_phase(url, clients=1, turns=single_turns or turns * 4, tag="one"))
-            many = asyncio.run(run_phase(url, clients=clients, turns=turns, tag="many"))
+            one = asyncio.run(run_phase(url, clients=1, turns=single_turns or turns * 4, tag="one", pid=proc.pid))
+            many = asyncio.run(run_phase(url, clients=clients, turns=turns, tag="many", pid=proc.pid))
             after = machine()
             checked = verify(url, {**one.acknowledged, **many.acknowledged})
         finally:
