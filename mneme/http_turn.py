@@ -7,18 +7,26 @@
   the thread are never settings: they come from the caller's identity.
 - Out: this turn only: ``{"answer", "thread_id", "recalled", "memory_report", "degraded", "messages"}``
   with ``messages`` holding this turn's reply, never the thread's history (which the checkpointer keeps).
+  ``stream`` first yields ``{"delta": text}`` chunks of the reply as the model writes it, then that object.
 """
 
 from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import fields
 from typing import Annotated, Any, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, convert_to_messages
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    convert_to_messages,
+)
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, ensure_config
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from mneme.errors import InvalidInputError
@@ -128,18 +136,55 @@ def turn_runnable(graph: Runnable | Callable[[], Runnable], *, limits: Mapping[s
             raise InvalidInputError("no thread for this turn (the server sets config.configurable.thread_id)")
         return _graph_input(payload, limits), thread_key, resolve_context(None, config)
 
-    async def arun(payload: Any, config: RunnableConfig) -> dict[str, Any]:
-        graph_input, thread_key, context = prepare(payload, config)
+    def lock_for(thread_key: str) -> asyncio.Lock:
         lock = locks.get(thread_key)
         if lock is None:
             lock = locks[thread_key] = asyncio.Lock()
-        async with lock:
+        return lock
+
+    async def arun(payload: Any, config: RunnableConfig) -> dict[str, Any]:
+        graph_input, thread_key, context = prepare(payload, config)
+        async with lock_for(thread_key):
             state = await resolve().ainvoke(graph_input, config, context=context)
         return shape_turn(state, thread_key)
+
+    async def astream(payload: Any, config: RunnableConfig) -> AsyncIterator[dict[str, Any]]:
+        graph_input, thread_key, context = prepare(payload, config)
+        state: dict[str, Any] = {}
+        async with lock_for(thread_key):
+            async for mode, chunk in resolve().astream(graph_input, config, context=context,
+                                                       stream_mode=["messages", "values"]):
+                if mode == "values":
+                    state = chunk
+                    continue
+                message, meta = chunk
+                if meta.get("langgraph_node") == "generate" and isinstance(message, AIMessageChunk):
+                    delta = message.text
+                    if delta:
+                        yield {"delta": delta}
+        yield shape_turn(state, thread_key)
 
     def run(payload: Any, config: RunnableConfig) -> dict[str, Any]:
         graph_input, thread_key, context = prepare(payload, config)
         return shape_turn(resolve().invoke(graph_input, config, context=context), thread_key)
 
-    chain = RunnableLambda(run, afunc=arun, name="mneme_turn")
+    chain = _StreamingLambda(run, afunc=arun, name="mneme_turn")
+    chain.streamer = astream
     return chain.with_types(input_type=ChatRequest, output_type=TurnOutput)  # type: ignore[arg-type]
+
+
+class _StreamingLambda(RunnableLambda):  # type: ignore[type-arg]
+    """A turn whose ``astream`` yields the reply's tokens as the model writes them, then the turn's object."""
+
+    streamer: Callable[[Any, RunnableConfig], AsyncIterator[dict[str, Any]]] | None = None
+
+    async def astream(  # type: ignore[override]
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """``{"delta": text}`` chunks of the reply (when a model streams it), then the ``TurnOutput`` object."""
+        if self.streamer is None:  # a plain lambda: its one output
+            async for chunk in super().astream(input, config, **kwargs):
+                yield chunk
+            return
+        async for chunk in self.streamer(input, ensure_config(config)):
+            yield chunk

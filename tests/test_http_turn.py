@@ -76,6 +76,7 @@ def test_a_message_of_100000_characters_is_413_and_nothing_is_stored(app: App) -
     assert "长长长长" not in app.prompts_seen()
 
 
+@pytest.mark.slow
 def test_a_message_at_the_limit_is_answered(app: App) -> None:
     r = app.ask("好" * 32_000, user="edge", thread="ok")
     assert r.status_code == 200, r.text
@@ -206,3 +207,14 @@ def test_a_batch_shares_one_thread_unless_given_one_config_per_input(app: App) -
                        headers={"X-User-Id": "batcher"}, timeout=60).json()["output"]
     assert apart[0]["thread_id"] != apart[1]["thread_id"]
     assert len(threads_of(app.saver, "batcher")) == 3
+
+
+def test_stream_sends_the_reply_as_it_is_written_then_the_turn(app: App) -> None:
+    payload = {"input": {"messages": [{"role": "user", "content": "please stream a longer reply for me"}]}}
+    with httpx.stream("POST", f"{app.url}/agent/stream", json=payload, timeout=60,
+                      headers={"X-User-Id": "streamer3", "X-Thread-Id": "s"}) as r:
+        data = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: {")]
+    deltas = [d["delta"] for d in data if "delta" in d]
+    final = data[-1]
+    assert len(deltas) > 1 and "".join(deltas) == final["answer"] == "reply to: please stream a longer reply for me"
+    assert [m["type"] for m in final["messages"]] == ["ai"] and final["thread_id"] == "s"
