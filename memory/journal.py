@@ -133,6 +133,7 @@ class WriteJournal:
                                          timeout=30)
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = FULL")  # a commit is on disk when it returns
+            self._conn.execute("PRAGMA secure_delete = ON")  # an erased user's queued turns are zeroed on disk
             for statement in _SCHEMA:
                 self._conn.execute(statement)
             self._conn.execute("UPDATE entries SET failed = 0 WHERE failed != 0")  # parked turns: one more try

@@ -93,4 +93,6 @@ def test_memories_commands_work_while_mneme_serve_holds_the_data(tmp_path: Path,
     held = len(listed(env, "u1"))
     erased = json.loads(cli(env, "memories", "delete", "-u", "u1", "--all", "--yes", "--json").stdout)
     assert erased["user_id"] == "u1" and erased["erased"]["records"] == held
+    assert erased["erased"]["threads"] == 1  # the server's thread store: the HTTP turn's thread is gone too
+    assert cli(env, "memories", "export", "-u", "u1").stdout == ""
     assert listed(env, "u1") == [] and listed(env, "u2") == theirs
