@@ -139,7 +139,7 @@ def test_a_new_value_for_an_archived_fact_keeps_its_history(service: MemoryServi
     # re-stating an archived value brings it back rather than being ignored as "the same value"
     service.remember_turn("u1", user_text="我住在北京", now=NOW + DAY)
     run_gc(service, now=NOW + 1000 * DAY)
-    service.remember_turn("u1", user_text="我住在北京呢", now=NOW + 1001 * DAY)
+    service.remember_turn("u1", user_text="我一直住在北京", now=NOW + 1001 * DAY)  # (呢 would make it a question)
     fact = service.store.get_by_key("u1", Kind.FACT, "home_city")
     assert fact is not None and not fact.archived and "北京" in fact.text
     assert fact.id in {it.id for it in service.recall("u1", "我住在哪里", options=RecallOptions(k=10))}
