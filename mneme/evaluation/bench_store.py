@@ -98,6 +98,11 @@ class ChromaProcess:
         self.stop()
         raise RuntimeError(f"chroma run did not answer on {self.url} within {timeout:.0f}s")
 
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it runs (tests freeze it with SIGSTOP)."""
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+
     def stop(self) -> None:
         """Terminate the server (kill it if it lingers) and wait for it."""
         if self._proc is not None and self._proc.poll() is None:
