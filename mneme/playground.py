@@ -1,11 +1,12 @@
 """The chat page at ``/agent/playground/``: a person talks to the agent in a browser.
 
 One small self-contained page (no build step, no external assets: it works offline) over the same
-``/agent/invoke`` route as any client. It shows the conversation, carries the thread the server returns
-(``X-Thread-Id``) until "New thread", and sends the identity the server expects, which it asks
-``auth`` beside it: with keys or JWTs configured, the key typed in its field as ``Authorization: Bearer``;
-in dev mode a user id as ``X-User-Id`` (the server's ``--default-user``, else ``local``, editable).
-Errors (401, 413 …) are shown, never swallowed. Replies are inserted as text, never as HTML.
+``/agent/stream`` route as any client, so the reply grows as the model writes it. It shows the
+conversation, carries the thread the server returns (``X-Thread-Id``) until "New thread", and sends
+the identity the server expects, which it asks ``auth`` beside it: with keys or JWTs configured, the
+key typed in its field as ``Authorization: Bearer``; in dev mode a user id as ``X-User-Id`` (the
+server's ``--default-user``, else ``local``, editable). Errors (401, 413 …) are shown, never
+swallowed. Replies are inserted as text, never as HTML.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ PAGE = """<!doctype html>
   .msg { max-width: 46rem; padding: .55rem .8rem; border-radius: 10px; white-space: pre-wrap; word-wrap: break-word; }
   .msg.user { align-self: flex-end; background: var(--me); }
   .msg.assistant { align-self: flex-start; background: var(--bot); border: 1px solid var(--line); }
+  .msg.pending { opacity: .75; }
   .msg details { margin-top: .4rem; color: var(--muted); font-size: .85rem; }
   .msg details li { margin: .15rem 0; }
   .empty { color: var(--muted); margin: auto; text-align: center; }
@@ -66,7 +68,7 @@ PAGE = """<!doctype html>
 <script>
 (() => {
   const $ = (id) => document.getElementById(id);
-  const endpoint = new URL("../invoke", window.location.href).toString();
+  const endpoint = new URL("../stream", window.location.href).toString();
   let thread = null;
   let devMode = false;
   for (const id of ["key", "user"]) {
@@ -84,9 +86,9 @@ PAGE = """<!doctype html>
       $("mode").textContent = "sign in with your API key";
     }
   }).catch(() => { $("key").hidden = false; $("user").hidden = false; });
-  function show(role, text, recalled) {
+  function show(role, text, recalled, div) {
     const empty = $("empty"); if (empty) empty.remove();
-    const div = document.createElement("div");
+    div = div || document.createElement("div");
     div.className = "msg " + role;
     div.textContent = text;
     if (recalled && recalled.length) {
@@ -102,11 +104,17 @@ PAGE = """<!doctype html>
       details.append(summary, list);
       div.appendChild(details);
     }
-    $("log").appendChild(div);
+    if (!div.parentNode) $("log").appendChild(div);
     $("log").scrollTop = $("log").scrollHeight;
     return div;
   }
   function setThread(id) { thread = id; $("thread").textContent = id || "new"; }
+  function detailOf(data, fallback) {
+    if (data && data.detail) return typeof data.detail === "string" ? data.detail : JSON.stringify(data.detail);
+    return fallback;
+  }
+  // One turn over /agent/stream: the reply grows in a pending bubble as the model writes it ({"delta"} events),
+  // then the turn's object (answer, thread_id, recalled …) completes it.
   async function send(text) {
     const headers = { "content-type": "application/json" };
     await ready;
@@ -116,14 +124,45 @@ PAGE = """<!doctype html>
     if (thread) headers["X-Thread-Id"] = thread;
     const body = JSON.stringify({ input: { messages: [{ role: "user", content: text }] } });
     const response = await fetch(endpoint, { method: "POST", headers, body });
-    let data = null;
-    try { data = await response.json(); } catch (e) { data = null; }
     if (!response.ok) {
-      const detail = data && data.detail ? (typeof data.detail === "string" ? data.detail : JSON.stringify(data.detail))
-                                         : response.statusText;
-      throw new Error(response.status + ": " + detail);
+      let data = null;
+      try { data = await response.json(); } catch (e) { data = null; }
+      throw new Error(response.status + ": " + detailOf(data, response.statusText));
     }
-    return data.output;
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "", written = "", bubble = null, out = null;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      buffer = (buffer + decoder.decode(value, { stream: true })).replace(/\\r\\n/g, "\\n");
+      let cut;
+      while ((cut = buffer.indexOf("\\n\\n")) >= 0) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        let event = "message", data = "";
+        for (const line of block.split("\\n")) {
+          if (line.startsWith("event:")) event = line.slice(6).trim();
+          else if (line.startsWith("data:")) data += line.slice(5).trim();
+        }
+        if (event === "error") {
+          let info = null;
+          try { info = JSON.parse(data); } catch (e) { info = null; }
+          throw new Error((info && info.status_code ? info.status_code + ": " : "") + (info && info.message || data));
+        }
+        if (event !== "data" || !data) continue;
+        const chunk = JSON.parse(data);
+        if (typeof chunk.delta === "string") {
+          written += chunk.delta;
+          bubble = show("assistant pending", written, null, bubble);
+        } else {
+          out = chunk;
+        }
+      }
+    }
+    if (!out) throw new Error("the reply ended before the turn was complete");
+    out.bubble = bubble;
+    return out;
   }
   $("form").addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -136,7 +175,7 @@ PAGE = """<!doctype html>
     try {
       const out = await send(text);
       setThread(out.thread_id);
-      show("assistant", out.answer, out.recalled);
+      show("assistant", out.answer, out.recalled, out.bubble);
       if (out.degraded && out.degraded.length) $("error").textContent = out.degraded.join("; ");
     } catch (err) {
       $("error").textContent = String(err.message || err);

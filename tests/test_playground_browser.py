@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from mneme.evaluation.bench_store import free_port
+from mneme.testing import FakeOpenAIServer
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 BROWSER_DIR = Path(__file__).parent / "browser"
@@ -37,10 +38,10 @@ def _env(data_dir: Path) -> dict[str, str]:
 def serve(tmp_path: Path) -> Iterator[Any]:
     procs: list[subprocess.Popen[str]] = []
 
-    def start(data_dir: Path, *args: str) -> str:
+    def start(data_dir: Path, *args: str, **extra_env: str) -> str:
         port = free_port()
         log = (tmp_path / f"serve{len(procs)}.log").open("w")
-        proc = subprocess.Popen([MNEME, "serve", "--port", str(port), *args], env=_env(data_dir),
+        proc = subprocess.Popen([MNEME, "serve", "--port", str(port), *args], env={**_env(data_dir), **extra_env},
                                 stdout=log, stderr=subprocess.STDOUT, text=True)
         procs.append(proc)
         url = f"http://127.0.0.1:{port}"
@@ -105,3 +106,19 @@ def test_the_playground_uses_the_api_key(serve: Any, tmp_path: Path) -> None:
     assert "豆豆" in seen["steps"][2]["reply"]
     mine = httpx.get(f"{url}/memories", headers={"Authorization": f"Bearer {key}"}, timeout=30).json()
     assert mine["user_id"] == "mei" and any("豆豆" in m["text"] for m in mine["memories"])
+
+
+def test_the_playground_shows_a_streamed_reply(serve: Any, tmp_path: Path) -> None:
+    def reply(body: dict[str, Any]) -> Any:
+        if body.get("tools") or body.get("response_format"):
+            return {}  # the memory writer's structured extraction: nothing extracted
+        return "你的猫叫豆豆，是一只橘猫。"
+
+    with FakeOpenAIServer(handler=reply) as llm:
+        url = serve(tmp_path / "data", OPENAI_BASE_URL=llm.url, MNEME_CHAT_MODEL="fake-model")
+        seen = _chat(url, tmp_path / "streamed.png")
+        streamed = [b for b in llm.chat_requests() if b.get("stream")]
+    assert streamed, "the answer was not requested as a stream"
+    for step in seen["steps"]:
+        # the streamed text, completed by the turn (the "recalled" details follow it in the bubble)
+        assert step["reply"].startswith("你的猫叫豆豆，是一只橘猫。") and not step["error"], step

@@ -22,13 +22,14 @@ try {
   if (key) await page.fill("#key", key);
 
   async function say(text) {
-    const before = await page.locator(".msg.assistant").count();
+    const done = ".msg.assistant:not(.pending)";
+    const before = await page.locator(done).count();
     await page.fill("#message", text);
     await page.press("#message", "Enter");
     await page.waitForFunction(
-      ([n]) => document.querySelectorAll(".msg.assistant").length > n || document.getElementById("error").textContent,
-      [before]);
-    const replies = await page.locator(".msg.assistant").allTextContents();
+      ([n, sel]) => document.querySelectorAll(sel).length > n || document.getElementById("error").textContent,
+      [before, done]);
+    const replies = await page.locator(done).allTextContents();
     return {
       said: text,
       reply: replies.length > before ? replies[replies.length - 1] : null,
