@@ -41,16 +41,17 @@ MEMORY_KINDS: tuple[Kind, ...] = (Kind.EPISODIC, Kind.FACT, Kind.PREFERENCE, Kin
 
 
 def clean_text(text: str) -> str:
-    """``text`` with lone surrogates (``"\ud800"``, which JSON and Python allow but UTF-8 cannot hold) replaced
-    by U+FFFD; split surrogate pairs are joined. Text that encodes is returned as is (the same object).
+    """``text`` with lone surrogates (``"\ud800"``, which JSON and Python allow but UTF-8 cannot hold) and NUL
+    characters (which PostgreSQL text cannot hold: a thread kept there would fail to save) replaced by U+FFFD;
+    split surrogate pairs are joined. Clean text is returned as is (the same object).
 
     Every text entering the memory layer goes through this: hashing, embedding and storing need UTF-8.
     """
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
 def validate_tenant(user_id: object, *, allow_shared: bool = False) -> str:

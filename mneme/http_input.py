@@ -4,8 +4,8 @@ ever drops a keep-alive connection silently.
 - ``JSONBodyMiddleware`` checks every request body that may hold JSON: bytes that are not UTF-8 (a UTF-8
   BOM is dropped), JSON that does not parse, ``NaN``/``Infinity``, numbers out of range, and nesting deeper
   than ``MAX_DEPTH`` are refused with 400 and a message saying which; lone surrogates (``"\\ud800"``, which
-  JSON allows but no UTF-8 text can hold) are replaced with U+FFFD, so the routes, the embedder and the
-  store only ever see text that encodes.
+  JSON allows but no UTF-8 text can hold) and NULs (``"\\u0000"``, which PostgreSQL text cannot hold) are
+  replaced with U+FFFD, so the routes, the embedder and the stores only ever see text they can keep.
 - ``LastResortMiddleware`` (outermost) turns an exception no handler took into a JSON 500 that says
   ``Connection: close``, instead of a dropped connection the client must discover on its next request.
 - ``client_error_handlers`` map what malformed input raises deep inside (pydantic validation of a message,
@@ -77,7 +77,7 @@ def _float(text: str) -> float:
 
 
 def _sanitize(value: Any) -> tuple[Any, bool]:
-    """``value`` with lone surrogates in its strings (keys too) replaced by U+FFFD; whether any was."""
+    """``value`` with lone surrogates and NULs in its strings (keys too) replaced by U+FFFD; whether any was."""
     if isinstance(value, str):
         clean = clean_text(value)
         return clean, clean is not value and clean != value
