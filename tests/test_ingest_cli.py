@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,8 +26,15 @@ BOM_MD = "\ufeff# Tram timetable\n\nThe number 7 tram runs every twelve minutes 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
+    """The real defaults (use-m3 embeddings): what a user gets."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MNEME_", "LANGSMITH_"))}
     return {**clean, "MNEME_DATA_DIR": str(tmp_path / "data"), "LANGSMITH_TRACING": "false"}
+
+
+@pytest.fixture
+def fast_env(env: dict[str, str]) -> dict[str, str]:
+    """Hashed-word embeddings: for tests about files and admin, not about recall quality."""
+    return {**env, "MNEME_EMBEDDINGS": "fake"}
 
 
 def mneme(env: dict[str, str], *args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
@@ -62,7 +70,8 @@ def test_any_encoding_is_ingested_and_recalled_and_non_text_is_named(env: dict[s
     assert again["unchanged_chunks"] == again["chunks"] > 0  # nothing re-embedded
 
 
-def test_special_files_stop_before_anything_is_stored(env: dict[str, str], tmp_path: Path) -> None:
+def test_special_files_stop_before_anything_is_stored(fast_env: dict[str, str], tmp_path: Path) -> None:
+    env = fast_env
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     good = tmp_path / "good.md"
@@ -76,7 +85,8 @@ def test_special_files_stop_before_anything_is_stored(env: dict[str, str], tmp_p
     assert "ingested 1 files" in wrong.stdout
 
 
-def test_shared_documents_are_managed_by_the_admin_command_only(env: dict[str, str], tmp_path: Path) -> None:
+def test_shared_documents_are_managed_by_the_admin_command_only(fast_env: dict[str, str], tmp_path: Path) -> None:
+    env = fast_env
     (tmp_path / "a.md").write_text("# 手册\n\n公司年假为每年十五天。\n", encoding="utf-8")
     (tmp_path / "b.md").write_text("# Handbook\n\nAnnual leave is fifteen days.\n", encoding="utf-8")
     (tmp_path / "own.md").write_text("# Mine\n\nAlice's private leave notes.\n", encoding="utf-8")
@@ -100,3 +110,18 @@ def test_shared_documents_are_managed_by_the_admin_command_only(env: dict[str, s
     mneme(env, "documents", "delete", "--all", "--yes")
     assert json.loads(mneme(env, "documents", "list", "--json").stdout) == []
     assert len(json.loads(mneme(env, "documents", "list", "-u", "alice", "--json").stdout)) == 1  # private kept
+
+
+def test_ingest_and_documents_go_through_a_running_server(fast_env: dict[str, str], tmp_path: Path,
+                                                          spawn_mneme_serve: Any) -> None:
+    server = spawn_mneme_serve({"MNEME_DATA_DIR": fast_env["MNEME_DATA_DIR"]})
+    assert json.loads((Path(fast_env["MNEME_DATA_DIR"]) / "server.json").read_text())["url"] == server.url
+    policy = tmp_path / "policy.md"
+    policy.write_bytes(GBK_MD.encode("gbk"))
+    out = json.loads(mneme(fast_env, "ingest", str(policy), "--json").stdout)  # the server holds the lock
+    assert out["files"] == 1 and out["chunks"] > 0 and out["encodings"] == {"gb18030": 1}
+    listed = json.loads(mneme(fast_env, "documents", "list", "--json").stdout)
+    assert [(d["source"], d["title"]) for d in listed] == [(str(policy), "退货政策")]
+    assert "no document 'nope.md'" in mneme(fast_env, "documents", "delete", "-s", "nope.md", code=2).stderr
+    mneme(fast_env, "documents", "delete", "-s", str(policy))
+    assert json.loads(mneme(fast_env, "documents", "list", "--json").stdout) == []

@@ -4,7 +4,9 @@ Documents are managed by source (the path or name they were ingested under), per
 collection by default (``--shared``), or one user's private documents (``-u USER``). ``~shared`` is not a
 user id, so ``mneme memories`` cannot reach them; this command is the admin path (the HTTP twin is the
 admin-only ``/documents``). Deleting an unknown source is an error and deletes nothing; ``delete --all``
-asks on a terminal and needs ``--yes`` otherwise.
+asks on a terminal and needs ``--yes`` otherwise. Beside a running ``mneme serve`` that holds the embedded
+data directory (its ``server.json``), the command (and ``mneme ingest``) goes through that server's
+``/documents`` routes as its local admin, like ``mneme memories`` does.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import json
 import sys
 from typing import Any
 
-from mneme.errors import InvalidInputError
+from mneme.errors import InvalidInputError, MemoryStoreError, StoreLockedError, StoreUnavailableError
 
 
 def _owner(parser: argparse.ArgumentParser) -> None:
@@ -56,24 +58,123 @@ def _describe(tenant: str) -> str:
     return "shared documents" if tenant == SHARED_TENANT else f"private documents of {tenant}"
 
 
-def _open() -> Any:
+class LocalDocuments:
+    """Documents of the store this process opened."""
+
+    def __init__(self, service: Any) -> None:
+        self.service = service
+
+    def listing(self, tenant: str) -> list[dict[str, Any]]:
+        """One entry per source."""
+        return list(self.service.list_documents(tenant))
+
+    def remove(self, sources: list[str], tenant: str) -> dict[str, int]:
+        """Delete by source; an unknown source is an error and nothing is deleted."""
+        return dict(self.service.delete_documents(sources, user_id=tenant))
+
+    def add(self, docs: list[Any], tenant: str, progress: Any = None) -> tuple[int, int]:
+        """Ingest ``docs`` (batched); (chunks, unchanged chunks)."""
+        result = self.service.ingest_documents(docs, user_id=tenant, progress=progress)
+        return sum(len(i) for i in result.ids), result.unchanged
+
+    def close(self) -> None:
+        """Close the service."""
+        self.service.close()
+
+
+class RemoteDocuments:
+    """Documents through a running ``mneme serve``'s admin-only ``/documents`` routes."""
+
+    def __init__(self, url: str, token: str) -> None:
+        import httpx
+
+        self.url = url.rstrip("/")
+        self._client = httpx.Client(base_url=self.url, timeout=300, headers={"Authorization": f"Bearer {token}"})
+
+    def _call(self, method: str, tenant: str, **kwargs: Any) -> Any:
+        import httpx
+
+        from mneme.memory.base import SHARED_TENANT
+
+        params = {**kwargs.pop("params", {}), **({} if tenant == SHARED_TENANT else {"user_id": tenant})}
+        try:
+            response = self._client.request(method, "/documents", params=params, **kwargs)
+        except httpx.HTTPError as exc:
+            raise StoreUnavailableError(f"the running mneme serve at {self.url} did not answer: {exc}") from exc
+        if response.status_code >= 400:
+            try:
+                detail = response.json().get("detail", response.text)
+            except ValueError:
+                detail = response.text
+            error = InvalidInputError if response.status_code < 500 else MemoryStoreError
+            raise error(f"mneme serve at {self.url} answered {response.status_code}: {detail}")
+        return response.json()
+
+    def listing(self, tenant: str) -> list[dict[str, Any]]:
+        """One entry per source."""
+        docs: list[dict[str, Any]] = self._call("GET", tenant)["documents"]
+        return docs
+
+    def remove(self, sources: list[str], tenant: str) -> dict[str, int]:
+        """Delete by source; every source is checked first, so an unknown one deletes nothing."""
+        known = {d["source"] for d in self.listing(tenant)}
+        missing = [s for s in dict.fromkeys(sources) if s not in known]
+        if missing:
+            raise InvalidInputError(f"no document {', '.join(map(repr, missing))} ({_describe(tenant)}); "
+                                    "nothing was deleted")
+        return {s: int(self._call("DELETE", tenant, params={"source": s})["deleted"]) for s in dict.fromkeys(sources)}
+
+    def add(self, docs: list[Any], tenant: str, progress: Any = None) -> tuple[int, int]:
+        """Ingest ``docs`` one request each (the server embeds them); (chunks, unchanged chunks: not known here)."""
+        from mneme.memory.base import SHARED_TENANT
+
+        chunks = 0
+        for doc in docs:
+            body = {"text": doc.text, "source": doc.source, "title": doc.title,
+                    **({} if tenant == SHARED_TENANT else {"user_id": tenant})}
+            ids = self._call("POST", SHARED_TENANT, json=body)["ids"]
+            chunks += len(ids)
+            if progress is not None:
+                progress(len(ids))
+        return chunks, 0
+
+    def close(self) -> None:
+        """Close the HTTP client."""
+        self._client.close()
+
+
+def open_documents() -> LocalDocuments | RemoteDocuments:
+    """The documents of the configured store, or of the running ``mneme serve`` that holds it."""
     from mneme.config import Settings
+    from mneme.server_info import read_server_file
     from mneme.stores import open_service
 
-    return open_service(Settings.from_env())
+    settings = Settings.from_env()
+    if not settings.chroma_url:
+        info = read_server_file(settings.data_dir)
+        if info is not None:
+            return RemoteDocuments(str(info["url"]), str(info["admin_token"]))
+    try:
+        return LocalDocuments(open_service(settings))
+    except StoreLockedError:
+        info = None if settings.chroma_url else read_server_file(settings.data_dir)
+        if info is not None:  # the server started meanwhile
+            return RemoteDocuments(str(info["url"]), str(info["admin_token"]))
+        raise
 
 
 def _list(args: argparse.Namespace) -> int:
     from mneme.clock import to_iso
 
     tenant = _tenant(args)
-    service = _open()
+    admin = open_documents()
     try:
-        docs = service.list_documents(tenant)
+        docs = admin.listing(tenant)
     finally:
-        service.close()
+        admin.close()
     for doc in docs:
-        doc["created_at"] = to_iso(doc["created_at"])
+        if isinstance(doc.get("created_at"), int | float):
+            doc["created_at"] = to_iso(doc["created_at"])
     if args.json:
         print(json.dumps(docs, ensure_ascii=False, indent=2))
         return 0
@@ -96,18 +197,18 @@ def _confirm_all(tenant: str, n: int, *, assume_yes: bool) -> None:
 
 def _delete(args: argparse.Namespace) -> int:
     tenant = _tenant(args)
-    service = _open()
+    admin = open_documents()
     try:
         if args.all:
-            sources = [d["source"] for d in service.list_documents(tenant)]
+            sources = [d["source"] for d in admin.listing(tenant)]
             if not sources:
                 raise InvalidInputError(f"there are no {_describe(tenant)}; nothing was deleted")
             _confirm_all(tenant, len(sources), assume_yes=args.yes)
         else:
             sources = args.sources
-        deleted = service.delete_documents(sources, user_id=tenant)
+        deleted = admin.remove(sources, tenant)
     finally:
-        service.close()
+        admin.close()
     if args.json:
         print(json.dumps({"user_id": tenant, "deleted": deleted}, ensure_ascii=False))
     else:

@@ -53,12 +53,11 @@ def run(args: argparse.Namespace) -> int:
     """Ingest every file; report counts; returns the exit code (1 if some files were skipped as unreadable)."""
     import json
 
+    from mneme.cli.documents import open_documents
     from mneme.cli.progress import Progress
-    from mneme.config import Settings
     from mneme.errors import UnreadableFileError
     from mneme.memory.base import SHARED_TENANT, validate_tenant
     from mneme.memory.documents import Document, chunk_text, markdown_title
-    from mneme.stores import open_service
     from mneme.textfiles import read_text_file
 
     owner = validate_tenant(args.user) if args.user else SHARED_TENANT
@@ -84,13 +83,12 @@ def run(args: argparse.Namespace) -> int:
     total = sum(len(chunk_text(d.text)) for d in docs)
     chunks = unchanged = 0
     if docs:
-        service = open_service(Settings.from_env())
+        target = open_documents()  # the store, or the running mneme serve that holds it
         try:
             with Progress("ingest: embed and store", total=total, unit="chunk") as bar:
-                result = service.ingest_documents(docs, user_id=owner, progress=bar.update)
-            chunks, unchanged = sum(len(i) for i in result.ids), result.unchanged
+                chunks, unchanged = target.add(docs, owner, progress=bar.update)
         finally:
-            service.close()
+            target.close()
     scope = "shared" if owner == SHARED_TENANT else f"private to {owner}"
     if args.json:
         print(json.dumps({"files": len(docs), "chunks": chunks, "unchanged_chunks": unchanged, "user_id": owner,
