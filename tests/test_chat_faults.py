@@ -113,3 +113,69 @@ def test_invalid_utf8_only_line(env: dict[str, str]) -> None:
     assert proc.returncode == 0 and "Traceback" not in proc.stderr.decode()
     assert proc.stdout.decode().count("[memory-only mode") == 1  # said once per chat
     assert proc.stderr.decode() == ""
+
+
+class Terminal:
+    """The master side of a pty: what the program wrote so far, and waiting for more."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.seen, self.mark = fd, b"", 0
+
+    def until(self, wanted: str, timeout: float = 120.0) -> str:
+        """Output since the last call, once it holds ``wanted``."""
+        import select
+
+        deadline = time.monotonic() + timeout
+        while wanted.encode() not in self.seen[self.mark:]:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no {wanted!r} on the terminal: {self.seen.decode(errors='replace')[-2000:]}")
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if ready:
+                try:
+                    self.seen += os.read(self.fd, 4096)
+                except OSError:  # the child closed the terminal
+                    break
+        end = self.seen.index(wanted.encode(), self.mark) + len(wanted.encode())
+        out, self.mark = self.seen[self.mark:end].decode(errors="replace"), end
+        return out
+
+
+def test_terminal_session_has_line_editing_history_and_survives_ctrl_c(env: dict[str, str], tmp_path: Path) -> None:
+    import fcntl
+    import termios
+
+    def controlling_terminal() -> None:  # the pty is the child's terminal, so Ctrl-C there is SIGINT
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    master, slave = os.openpty()
+    proc = subprocess.Popen([MNEME, "chat", "--user", "eve"], stdin=slave, stdout=slave, stderr=subprocess.PIPE,
+                            env={**env, "TERM": "dumb"}, close_fds=True, preexec_fn=controlling_terminal)
+    os.close(slave)
+    try:
+        term = Terminal(master)
+        term.until("/help for commands")
+        term.until("> ")
+        os.write(master, b"I live in Hangzhou\r")
+        term.until("> ")
+        os.write(master, b"/memories\r")
+        term.until("user: I live in Hangzhou")
+        term.until("> ")
+        os.write(master, b"half a line\x03")  # Ctrl-C drops the line, not the session
+        term.until("^C")
+        term.until("> ")
+        os.write(master, b"\x1b[A\r")  # up arrow: readline brings back /memories
+        after = term.until("The user lives in Hangzhou")
+        assert "half a line" not in after
+        term.until("> ")
+        os.write(master, b"\x04")  # Ctrl-D
+        assert proc.wait(timeout=120) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    assert b"Traceback" not in (proc.stderr.read() if proc.stderr else b"")
+    history = Path(env["MNEME_DATA_DIR"]) / "chat_history"
+    assert "/memories" in history.read_text() and (history.stat().st_mode & 0o777) == 0o600
+    assert [m["text"] for m in memories(env) if m["kind"] == "episodic"] == ["user: I live in Hangzhou"]

@@ -151,3 +151,41 @@ def test_healthz_and_readyz(spawn_mneme_serve: Any) -> None:
     assert ready.status_code == 200 and body["status"] == "ready" and body["failed"] == []
     assert set(body["checks"]) == {"memory_store", "embedder", "checkpointer", "journal"}
     assert all(c["ok"] for c in body["checks"].values())
+
+
+@pytest.mark.server
+def test_an_unexpected_error_is_a_500_that_closes_the_connection(tmp_path: Any) -> None:
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+    from langchain_core.runnables import RunnableLambda
+
+    from mneme.config import Settings
+    from mneme.serve import create_app
+
+    def broken(_: Any) -> Any:
+        raise RuntimeError("a bug, not the caller's fault")
+
+    app = create_app(graph=RunnableLambda(broken), settings=Settings(data_dir=tmp_path / "data"))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("POST", "/agent/invoke", body=msg("hi"), headers={"Content-Type": "application/json",
+                                                                        "X-User-Id": "u"})
+        response = conn.getresponse()
+        body = json.loads(response.read())
+        assert response.status == 500 and response.getheader("connection") == "close"
+        assert "keeps running" in body["detail"] and "bug" not in body["detail"]  # no internals leak
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

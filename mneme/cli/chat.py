@@ -131,25 +131,39 @@ def run(args: argparse.Namespace, *, stdin: TextIO | None = None, stdout: TextIO
                       "/help for commands, Ctrl-D or /quit to quit)")
             print(banner, file=stdout, flush=True)
         while True:
-            line = read_line(stdin, interactive=interactive)
-            if line is None:
-                if interactive:
-                    print(file=stdout)
-                break
-            if interactive and line.strip() in EXIT_WORDS:
-                break
-            if interactive and not line.strip():
-                continue
-            command = parse_command(line)
-            if command is not None:
-                if command.name in ("memories", "forget"):
-                    service.drain(10)  # this chat's queued turns are part of what Mneme keeps
-                outcome = run_command(command, user=user, thread=thread, admin=admin)
-                if outcome.error:
-                    print(f"mneme: {outcome.error}", file=sys.stderr, flush=True)
-                if outcome.quit:
+            try:
+                if not _one_line(stdin, stdout, interactive=interactive, user=user, thread=thread, admin=admin,
+                                 service=service, graph=graph, config=config, context=context, shown=shown):
                     break
-                print(outcome.text, file=stdout, flush=True)
-                continue
-            print(label_once(reply(graph, line, config=config, context=context), shown), file=stdout, flush=True)
+            except KeyboardInterrupt:  # Ctrl-C on a terminal drops the line (or the turn), not the session
+                if not interactive:
+                    raise
+                print("^C", file=stdout, flush=True)
     return 0
+
+
+def _one_line(stdin: TextIO, stdout: TextIO, *, interactive: bool, user: str, thread: str, admin: Any, service: Any,
+              graph: Any, config: dict[str, Any], context: dict[str, Any], shown: set[str]) -> bool:
+    """Read and answer one line; False at the end of input or on a quit command."""
+    line = read_line(stdin, interactive=interactive)
+    if line is None:
+        if interactive:
+            print(file=stdout)
+        return False
+    if interactive and line.strip() in EXIT_WORDS:
+        return False
+    if interactive and not line.strip():
+        return True
+    command = parse_command(line)
+    if command is not None:
+        if command.name in ("memories", "forget"):
+            service.drain(10)  # this chat's queued turns are part of what Mneme keeps
+        outcome = run_command(command, user=user, thread=thread, admin=admin)
+        if outcome.error:
+            print(f"mneme: {outcome.error}", file=sys.stderr, flush=True)
+        if outcome.quit:
+            return False
+        print(outcome.text, file=stdout, flush=True)
+        return True
+    print(label_once(reply(graph, line, config=config, context=context), shown), file=stdout, flush=True)
+    return True
