@@ -21,12 +21,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from mneme.cli.progress import Progress
 from mneme.evaluation.bench_store import free_port
 from mneme.evaluation.harness import add_json_option, emit, percentile
 
@@ -48,6 +50,8 @@ class Phase:
     seconds: float = 0.0
     server_cpu_s: float = 0.0
     """CPU time the server process used during the phase (all its threads): less sensitive to other load."""
+    on_turn: Callable[[int], None] | None = None
+    """Called after each turn (progress on a terminal)."""
 
     def figures(self) -> dict[str, Any]:
         """JSON-ready figures of this phase."""
@@ -101,6 +105,9 @@ async def _client(http: httpx.AsyncClient, url: str, user: str, turns: int, phas
         except httpx.HTTPError:
             phase.failed += 1
             continue
+        finally:
+            if phase.on_turn is not None:
+                phase.on_turn(1)
         phase.latencies_ms.append((time.perf_counter() - start) * 1000.0)
         report = (r.json().get("output") or {}).get("memory_report") or {} if r.status_code == 200 else {}
         if report.get("queued") or report.get("stored"):
@@ -118,9 +125,10 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def run_phase(url: str, *, clients: int, turns: int, tag: str, pid: int | None = None) -> Phase:
+async def run_phase(url: str, *, clients: int, turns: int, tag: str, pid: int | None = None,
+                    on_turn: Callable[[int], None] | None = None) -> Phase:
     """``clients`` concurrent users, ``turns`` turns each; latencies and acknowledged tokens."""
-    phase = Phase(clients=clients, turns=turns)
+    phase = Phase(clients=clients, turns=turns, on_turn=on_turn)
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     cpu = cpu_seconds(pid) if pid else 0.0
     async with httpx.AsyncClient(timeout=120, limits=limits) as http:
@@ -181,8 +189,12 @@ def run_serve_bench(*, clients: int = 16, turns: int = 12, single_turns: int | N
         try:
             asyncio.run(run_phase(url, clients=2, turns=3, tag="warm"))  # load the embedder, open collections
             before = machine()
-            one = asyncio.run(run_phase(url, clients=1, turns=single_turns or turns * 4, tag="one", pid=proc.pid))
-            many = asyncio.run(run_phase(url, clients=clients, turns=turns, tag="many", pid=proc.pid))
+            n1 = single_turns or turns * 4
+            with Progress("bench serve: 1 client", total=n1, unit="turn") as bar:
+                one = asyncio.run(run_phase(url, clients=1, turns=n1, tag="one", pid=proc.pid, on_turn=bar.update))
+            with Progress(f"bench serve: {clients} clients", total=clients * turns, unit="turn") as bar:
+                many = asyncio.run(run_phase(url, clients=clients, turns=turns, tag="many", pid=proc.pid,
+                                             on_turn=bar.update))
             after = machine()
             checked = verify(url, {**one.acknowledged, **many.acknowledged})
         finally:
