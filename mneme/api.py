@@ -9,6 +9,7 @@ cannot even learn that another's record exists.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Annotated
@@ -61,6 +62,9 @@ def _admin(principal: Annotated[Principal, Depends(_principal)]) -> Principal:
     return principal
 
 
+SETTLE_SECONDS = 10.0
+"""How long a memory API read waits for the caller's journaled turns to be stored (read-your-writes)."""
+
 User = Annotated[str, Depends(_user)]
 Admin = Annotated[Principal, Depends(_admin)]
 
@@ -74,11 +78,19 @@ def memory_router(service: MemoryService, *, checkpointer: CheckpointerRef = Non
     router = APIRouter(tags=["memory"])
     admin = LocalAdmin(service, checkpointer=checkpointer)  # the same operations as ``mneme memories``
 
+    def settle(user: str) -> None:
+        # Turns are acknowledged once journaled and stored by a background batch: a caller who just spoke
+        # must see (and be able to delete) what they said, so wait for their own queued turns first.
+        journal = service.journal
+        if journal is not None and journal.pending(user):
+            service.drain(timeout=SETTLE_SECONDS)
+
     @router.get("/memories")
     def list_(user: User, kind: Annotated[list[Kind] | None, Query()] = None,
               limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = 100,
               offset: Annotated[int, Query(ge=0)] = 0) -> dict[str, object]:
         """The caller's records (live and archived; private documents too unless ``kind`` says), oldest first."""
+        settle(user)
         items = admin.list_memories(user, kind)
         return {"user_id": user, "total": len(items), "memories": items[offset:offset + limit]}
 
@@ -90,6 +102,7 @@ def memory_router(service: MemoryService, *, checkpointer: CheckpointerRef = Non
     @router.get("/memories/export")
     async def export(user: User) -> StreamingResponse:
         """Everything stored for the caller, one JSON object per line: records, then threads."""
+        await asyncio.to_thread(settle, user)
         items = await admin.aexport(user)
 
         def lines() -> Iterator[str]:
@@ -101,6 +114,7 @@ def memory_router(service: MemoryService, *, checkpointer: CheckpointerRef = Non
     @router.delete("/memories/{record_id}")
     def delete_one(user: User, record_id: str) -> dict[str, object]:
         """Delete one of the caller's records; 404 when the caller has none with this id."""
+        settle(user)
         try:
             admin.delete(user, [record_id])
         except InvalidInputError:
@@ -116,6 +130,7 @@ def memory_router(service: MemoryService, *, checkpointer: CheckpointerRef = Non
     @router.post("/memories/{record_id}/restore")
     def restore(user: User, record_id: str) -> dict[str, object]:
         """Bring an archived record of the caller back into recall; 404 when it has no such archived record."""
+        settle(user)
         if not service.restore(user, [record_id]):
             raise HTTPException(404, f"no archived memory {record_id!r} of this user")
         return {"restored": 1, "id": record_id}
