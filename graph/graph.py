@@ -8,6 +8,7 @@ use, so importing this module never opens a store or needs an API key.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from collections.abc import Callable
 from functools import partial
@@ -62,6 +63,9 @@ def _node(func: Callable[..., Any], afunc: Callable[..., Any], **deps: Any) -> R
     async def acall(state: State, config: RunnableConfig) -> Any:
         return await asynchronous(state, config, get_runtime(Context))
 
+    # RunnableLambda inspects its function's signature on every call (does it take config?): computed once here
+    for fn in (call, acall):
+        setattr(fn, "__signature__", inspect.signature(fn))  # noqa: B010
     return RunnableLambda(call, afunc=acall, name=afunc.__name__)
 
 
