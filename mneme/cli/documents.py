@@ -72,7 +72,7 @@ class LocalDocuments:
         """Delete by source; an unknown source is an error and nothing is deleted."""
         return dict(self.service.delete_documents(sources, user_id=tenant))
 
-    def add(self, docs: list[Any], tenant: str, progress: Any = None) -> tuple[int, int]:
+    def add(self, docs: list[Any], tenant: str, progress: Any = None) -> tuple[int, int | None]:
         """Ingest ``docs`` (batched); (chunks, unchanged chunks)."""
         result = self.service.ingest_documents(docs, user_id=tenant, progress=progress)
         return sum(len(i) for i in result.ids), result.unchanged
@@ -124,8 +124,8 @@ class RemoteDocuments:
                                     "nothing was deleted")
         return {s: int(self._call("DELETE", tenant, params={"source": s})["deleted"]) for s in dict.fromkeys(sources)}
 
-    def add(self, docs: list[Any], tenant: str, progress: Any = None) -> tuple[int, int]:
-        """Ingest ``docs`` one request each (the server embeds them); (chunks, unchanged chunks: not known here)."""
+    def add(self, docs: list[Any], tenant: str, progress: Any = None) -> tuple[int, int | None]:
+        """Ingest ``docs`` one request each (the server embeds them); (chunks, ``None``: unchanged not known)."""
         from mneme.memory.base import SHARED_TENANT
 
         chunks = 0
@@ -136,7 +136,7 @@ class RemoteDocuments:
             chunks += len(ids)
             if progress is not None:
                 progress(len(ids))
-        return chunks, 0
+        return chunks, None
 
     def close(self) -> None:
         """Close the HTTP client."""

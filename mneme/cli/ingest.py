@@ -81,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
             encodings[read.encoding] = encodings.get(read.encoding, 0) + 1
             docs.append(Document(text=read.text, source=str(path), title=markdown_title(read.text) or path.stem))
     total = sum(len(chunk_text(d.text)) for d in docs)
-    chunks = unchanged = 0
+    chunks = 0
+    unchanged: int | None = 0  # None: a running server ingested them and did not say
     if docs:
         target = open_documents()  # the store, or the running mneme serve that holds it
         try:
