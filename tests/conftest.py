@@ -40,6 +40,7 @@ SLOW_SECONDS = 5.0
 SERVER_PROGRAMS = ("chroma run", "langgraph dev", "mneme serve", "uvicorn", "pg_ctl", "postgres", "chromium")
 """Programs (or program + subcommand) whose start, anywhere in a command line, is a server's."""
 
+
 # -- temporary data on tmpfs: embedded Chroma's fsyncs on a disk are most of a test's time -----------
 def _use_tmpfs(root: str = "/dev/shm", min_free: int = 2**30) -> None:
     """Put test temp dirs (``tmp_path``, subprocesses' ``TMPDIR``) on ``root`` if it is a roomy tmpfs.
@@ -64,7 +65,6 @@ _use_tmpfs()
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile("ci", max_examples=300, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev"))
-
 
 
 # -- markers by fixture ---------------------------------------------------------------------------
