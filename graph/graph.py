@@ -155,6 +155,9 @@ async def make_graph() -> CompiledStateGraph[State, Context, InputState, State]:
     """
     if _graph is not None:
         return _graph
+    from mneme.cpu import limit_blas_threads
+
+    limit_blas_threads(1)  # a server: concurrent runs fill the cores (see mneme.cpu)
     return await asyncio.to_thread(load_graph)
 
 
