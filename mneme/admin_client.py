@@ -34,7 +34,7 @@ class RemoteAdmin:
                                     headers={"Authorization": f"Bearer {token}"})
 
     def _call(self, method: str, path: str, user_id: str, **kwargs: Any) -> httpx.Response:
-        headers = {"X-User-Id": validate_tenant(user_id)}
+        headers = {b"X-User-Id": validate_tenant(user_id).encode("utf-8")}  # UTF-8 bytes: 张三 is a user id too
         try:
             response = self._client.request(method, path, headers=headers, **kwargs)
         except httpx.HTTPError as exc:

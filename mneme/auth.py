@@ -131,6 +131,16 @@ def bearer_token(authorization: str | None) -> str | None:
     return token.strip() or None
 
 
+def header_text(value: str) -> str:
+    """A header value as the client wrote it: HTTP servers decode header bytes as Latin-1, so a UTF-8 user id
+    (``X-User-Id: 张三``, as ``mneme chat -u 张三`` names one) arrives garbled; this undoes that. A value that is not
+    UTF-8 read as Latin-1 is returned as is."""
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return value
+
+
 class Authenticator:
     """Turns a request's credentials into a ``Principal``; one instance per server process."""
 
@@ -183,7 +193,7 @@ class Authenticator:
         and ``InvalidTenantError`` (400) when no valid user is named where one has to be.
         """
         token = bearer_token(authorization)
-        claimed = (claimed_user or "").strip() or None
+        claimed = header_text(claimed_user or "").strip() or None
         if token and self._is_local_admin(token):
             return Principal(validate_tenant(claimed) if claimed else None, admin=True, via="local-admin")
         if self.dev_mode:
