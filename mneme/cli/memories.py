@@ -77,7 +77,14 @@ def _print_items(items: list[dict[str, Any]], as_json: bool) -> None:
     for item in items:
         score = f" {item['score']:.3f}" if "score" in item else ""
         flag = " [archived]" if item["archived"] else ""
-        print(f"{item['id']}{score} {item['kind']:<10} {item['created_at']}{flag}  {item['text']}")
+        print(f"{item['id']}{score} {item['kind']:<10} {item['created_at']}{flag}  {_one_line(item['text'])}")
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    """A record's text on one line for people (``--json`` has it whole): newlines as spaces, a long text clipped
+    with its length said."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else f"{flat[:limit]}… ({len(text):,} chars; --json shows all)"
 
 
 def _list(args: argparse.Namespace) -> int:
