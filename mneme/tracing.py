@@ -18,6 +18,7 @@ from typing import Any
 
 from langsmith import traceable
 from langsmith.run_helpers import LangSmithExtra
+from langsmith.utils import tracing_is_enabled
 
 from mneme.memory.redaction import redact
 from mneme.memory.service import MemoryService, Recalled, RecallOptions, WriteReport
@@ -111,22 +112,30 @@ async def _aremember(service: MemoryService, user_id: str, kwargs: dict[str, Any
 def recall(service: MemoryService, user_id: str, query: str, *, options: RecallOptions | None = None,
            source: str = "agent") -> list[Recalled]:
     """``service.recall`` as a traced ``mneme.recall`` step (``source`` says who asked: agent, tool, store)."""
+    if not tracing_is_enabled():  # the traced wrapper costs a thread hop per call even when nothing is sent
+        return service.recall(user_id, query, options=options)
     return _recall(service, user_id, query, options, langsmith_extra=_extra(user_id, source))
 
 
 async def arecall(service: MemoryService, user_id: str, query: str, *, options: RecallOptions | None = None,
                   source: str = "agent") -> list[Recalled]:
     """Async twin of ``recall``."""
+    if not tracing_is_enabled():
+        return await service.arecall(user_id, query, options=options)
     return await _arecall(service, user_id, query, options, langsmith_extra=_extra(user_id, source))
 
 
 def remember_turn(service: MemoryService, user_id: str, *, source: str = "agent", **kwargs: Any) -> WriteReport:
     """``service.enqueue_turn`` (journaled, or stored at once without a journal) as a traced ``mneme.write``
     step carrying the policy's decision."""
+    if not tracing_is_enabled():
+        return service.enqueue_turn(user_id, **kwargs)
     return _remember(service, user_id, kwargs, langsmith_extra=_extra(user_id, source))
 
 
 async def aremember_turn(service: MemoryService, user_id: str, *, source: str = "agent",
                          **kwargs: Any) -> WriteReport:
     """Async twin of ``remember_turn``."""
+    if not tracing_is_enabled():
+        return await service.aenqueue_turn(user_id, **kwargs)
     return await _aremember(service, user_id, kwargs, langsmith_extra=_extra(user_id, source))
