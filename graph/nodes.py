@@ -272,11 +272,11 @@ def _answered(state: State, answer: str, attempts: int = 0, labels: tuple[str, .
             "model_attempts": int(state.get("model_attempts") or 0) + attempts}
 
 
-def _answered_from_memory(state: State, exc: Exception) -> dict[str, Any]:
+def _answered_from_memory(state: State, exc: Exception, *, write_memory: bool = True) -> dict[str, Any]:
     if not isinstance(exc, ModelUnavailableError):
         log.warning("the chat model's answer failed (%s: %s); answering from memory", type(exc).__name__, exc)
     reply = memory_only_reply(text_of(latest_user_message(state["messages"])).strip(), state.get("recalled") or [],
-                              label=degraded.MODEL_UNAVAILABLE)
+                              label=degraded.MODEL_UNAVAILABLE, write_memory=write_memory)
     return _answered(state, reply, _attempts(exc), (degraded.MODEL_UNAVAILABLE,))
 
 
@@ -288,13 +288,14 @@ async def generate(
 
     A model that is down, times out or fails gives the memory-only reply, labelled, never an error.
     """
-    answer, prompt = _generate_plan(state, resolve_context(runtime.context, config), model, clock)
+    ctx = resolve_context(runtime.context, config)
+    answer, prompt = _generate_plan(state, ctx, model, clock)
     if prompt is None or model is None:
         return _answered(state, answer or "")
     try:
         out, attempts = await _caller(model, caller).ainvoke("answer", prompt, config)
     except Exception as exc:  # noqa: BLE001 - a failed model call is a degraded answer, never an error
-        return _answered_from_memory(state, exc)
+        return _answered_from_memory(state, exc, write_memory=ctx.write_memory)
     return _answered(state, text_of(out), attempts, streamed=out)
 
 
@@ -303,13 +304,14 @@ def generate_sync(
     model: BaseChatModel | None, clock: Clock = system_clock, caller: ModelCaller | None = None,
 ) -> dict[str, Any]:
     """Sync twin of ``generate``."""
-    answer, prompt = _generate_plan(state, resolve_context(runtime.context, config), model, clock)
+    ctx = resolve_context(runtime.context, config)
+    answer, prompt = _generate_plan(state, ctx, model, clock)
     if prompt is None or model is None:
         return _answered(state, answer or "")
     try:
         out, attempts = _caller(model, caller).invoke("answer", prompt, config)
     except Exception as exc:  # noqa: BLE001 - a failed model call is a degraded answer, never an error
-        return _answered_from_memory(state, exc)
+        return _answered_from_memory(state, exc, write_memory=ctx.write_memory)
     return _answered(state, text_of(out), attempts, streamed=out)
 
 
