@@ -54,7 +54,7 @@ class JournalApplier:
         self._touches: dict[str, dict[str, tuple[float, int]]] = {}
         """Recalls to count, per user and record: (latest time, how many); applied in batches, best effort."""
         self._touch_lock = threading.Lock()
-        self.touch_interval = 1.0
+        self.touch_interval = 5.0
         """Seconds between writes of counted recalls: a user recalled many times costs one write per interval."""
         self._touched_at = 0.0
         self._stop = threading.Event()
