@@ -106,7 +106,8 @@ _ZH_GENERIC = frozenset(_ZH_GENERIC_WORDS.split())
 _EN_GENERIC_WORDS = """today yesterday really feel feeling felt like think know want night time things thing something
 anything everything someone because about would could should just still even much always never
 every said says tell told make made going been being doing whole today's since sometimes front here
-there back away around again maybe lately moved went came getting started help"""
+there back away around again maybe lately moved went came getting started help yeah thanks sorry wow hey
+unfortunately pretty"""
 _EN_GENERIC = frozenset(_EN_GENERIC_WORDS.split())
 _GRAPHIC_RE = re.compile(
     r"血|割腕|自残|跳楼|上吊|安眠药|吞药|刀|杀|强奸|性侵|尸体|打我|揍我|虐待|遗书"
@@ -115,6 +116,7 @@ _GRAPHIC_RE = re.compile(
     r"(?![a-z])",
     re.IGNORECASE,
 )
+_SENTENCE_START_RE = re.compile(r"(?:^|[.!?:]\s*)\W*$")
 _EN_WORD_RE = re.compile(r"[a-z][a-z'-]{3,}", re.I)
 
 
@@ -169,8 +171,13 @@ def key_terms(message: str, said: list[tuple[int, int]], *, zh: bool, n: int = 4
         candidates = [t for t in jieba.analyse.extract_tags(message, topK=12, allowPOS=_ZH_POS)
                       if len(t) >= 2 and t not in _ZH_GENERIC]
     else:
-        candidates = list(dict.fromkeys(w.lower() for w in _EN_WORD_RE.findall(message)))
-        candidates = [w for w in candidates if w not in EN_STOPWORDS and w not in _EN_GENERIC and "'" not in w]
+        # names first (capitalised inside a sentence: people, places, brands are what a later question names),
+        # then other content words; interjections and -ly adverbs say nothing a question would ask for
+        words = [(m.group(), m.start()) for m in _EN_WORD_RE.finditer(message)]
+        names = [w.lower() for w, at in words if w[0].isupper() and not _SENTENCE_START_RE.search(message[:at])]
+        plain = [w.lower() for w, _ in words]
+        candidates = [w for w in dict.fromkeys(names + plain)
+                      if w not in EN_STOPWORDS and w not in _EN_GENERIC and "'" not in w and not w.endswith("ly")]
     return [t for t in candidates if unsaid(t)][:n]
 
 
