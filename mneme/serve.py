@@ -9,6 +9,7 @@ holds is decided in ``mneme.http_turn``; size limits in ``mneme.limits``; the ch
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -83,13 +84,33 @@ def resolve_principal(request: Request) -> Principal:
     """The caller as the app's authenticator sees it; 401/403/400 ``HTTPException`` when it cannot say."""
     authenticator: Authenticator = request.app.state.authenticator
     try:
-        return authenticator.authenticate(request.headers.get("authorization"), request.headers.get(USER_HEADER))
+        principal = authenticator.authenticate(request.headers.get("authorization"), request.headers.get(USER_HEADER))
     except ForbiddenError as exc:
         raise HTTPException(403, str(exc)) from exc
     except AuthenticationError as exc:
         raise HTTPException(401, str(exc), headers={"WWW-Authenticate": "Bearer"}) from exc
     except InvalidTenantError as exc:
         raise HTTPException(400, f"{USER_HEADER}: {exc}") from exc
+    if principal.via == "dev" and not getattr(request.app.state, "remote_dev_auth", False) \
+            and not _from_this_machine(request):
+        raise HTTPException(403, "dev mode (no API keys, no JWT settings: the caller names the user) answers this "
+                            "machine only: create keys (`mneme keys create --user U`), set MNEME_JWT_*, or start "
+                            "`mneme serve --insecure-dev-auth`")
+    return principal
+
+
+def _from_this_machine(request: Request) -> bool:
+    """Whether the client is on loopback: ``mneme serve`` refuses a non-loopback host in dev mode, and this holds
+    the same line for an app served another way (``uvicorn --factory mneme.serve:create_app --host 0.0.0.0``).
+    A client that is not an IP address (a Unix socket, a test client) counts as local."""
+    if request.client is None:
+        return True
+    try:
+        address = ipaddress.ip_address(request.client.host)
+    except ValueError:
+        return True
+    mapped = getattr(address, "ipv4_mapped", None)
+    return bool((mapped or address).is_loopback)
 
 
 def _checked_thread(thread: str) -> str:
@@ -207,6 +228,7 @@ def create_app(
     *, graph: Runnable | None = None, service: MemoryService | None = None,
     authenticator: Authenticator | None = None, identity: Callable[[Request], Identity] = resolve_identity,
     default_user_id: str | None = None, title: str = "Mneme", settings: Settings | None = None,
+    remote_dev_auth: bool = False,
 ) -> FastAPI:
     """A FastAPI app serving the agent at ``/agent`` (LangServe invoke, batch, stream) and a chat page.
 
@@ -215,7 +237,8 @@ def create_app(
     with a checkpointer so threads keep their turns. ``service`` (the environment's with the default graph)
     serves the memory API at ``/memories``. ``authenticator`` (default: the environment's keys and JWT
     settings) decides who the caller is; ``default_user_id`` names the user of dev-mode requests without
-    ``X-User-Id`` (demos only). ``settings`` (default: the environment's) give the request limits.
+    ``X-User-Id`` (demos only). ``settings`` (default: the environment's) give the request limits. In dev mode
+    only loopback clients are answered (403 otherwise) unless ``remote_dev_auth`` (``--insecure-dev-auth``).
     """
     from langserve import add_routes
 
@@ -251,6 +274,7 @@ def create_app(
 
     app = FastAPI(title=title, description="A LangGraph agent with long-term memory.", lifespan=lifespan)
     app.state.authenticator = authenticator
+    app.state.remote_dev_auth = remote_dev_auth
     app.add_middleware(JSONBodyMiddleware)  # inside the size limit: only bodies within it are parsed
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(LastResortMiddleware)  # outermost: no error drops a keep-alive connection unsaid

@@ -74,6 +74,6 @@ def run(args: argparse.Namespace) -> int:
             remove_server_file(settings.data_dir)
             await super().shutdown(sockets)
 
-    app = create_app(authenticator=authenticator)
+    app = create_app(authenticator=authenticator, remote_dev_auth=args.insecure_dev_auth)
     Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="info")).run()
     return 0
