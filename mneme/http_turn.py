@@ -145,14 +145,16 @@ def turn_runnable(graph: Runnable | Callable[[], Runnable], *, limits: Mapping[s
     async def arun(payload: Any, config: RunnableConfig) -> dict[str, Any]:
         graph_input, thread_key, context = prepare(payload, config)
         async with lock_for(thread_key):
-            state = await resolve().ainvoke(graph_input, config, context=context)
+            # the thread is checkpointed once, when the turn ends (not after every node): a turn that dies
+            # half-way was never acknowledged, and per-step writes were a sixth of a served turn's CPU
+            state = await resolve().ainvoke(graph_input, config, context=context, durability="exit")
         return shape_turn(state, thread_key)
 
     async def astream(payload: Any, config: RunnableConfig) -> AsyncIterator[dict[str, Any]]:
         graph_input, thread_key, context = prepare(payload, config)
         state: dict[str, Any] = {}
         async with lock_for(thread_key):
-            async for mode, chunk in resolve().astream(graph_input, config, context=context,
+            async for mode, chunk in resolve().astream(graph_input, config, context=context, durability="exit",
                                                        stream_mode=["messages", "values"]):
                 if mode == "values":
                     state = chunk
