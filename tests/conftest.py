@@ -33,8 +33,8 @@ BACKENDS = ("inprocess", "embedded", pytest.param("server", marks=pytest.mark.se
 
 SERVER_FIXTURES = frozenset({"chroma_server", "spawn_chroma_server", "postgres_server", "spawn_mneme_serve"})
 """Fixtures that start a server process (chroma run, uvicorn, langgraph dev, PostgreSQL, Chromium): add yours."""
-SLOW_FIXTURES: frozenset[str] = frozenset()
-"""Fixtures that make every test using them take more than a few seconds."""
+SLOW_FIXTURES = frozenset({"use_m3"})
+"""Fixtures that make every test using them take more than a few seconds (``use_m3`` loads the real model)."""
 SLOW_SECONDS = 5.0
 """An unmarked test slower than this is reported (mark it ``slow``, or make it faster)."""
 SERVER_PROGRAMS = ("chroma run", "langgraph dev", "mneme serve", "uvicorn", "pg_ctl", "postgres", "chromium")

@@ -156,6 +156,7 @@ def test_a_run_without_a_user_fails_clearly(store: InProcessStore) -> None:
     assert out["memory_report"]["stored"]
 
 
+@pytest.mark.slow  # a fresh interpreter imports the whole stack: seconds of CPU
 def test_importing_the_served_module_opens_nothing(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MNEME_"))}
     env["MNEME_DATA_DIR"] = str(tmp_path / "data")

@@ -101,6 +101,7 @@ def test_stopword_list_covers_both_languages():
     assert {"the", "is", "的", "了", "是", "我", "你"} <= STOPWORDS
 
 
+@pytest.mark.slow  # a fresh interpreter builds jieba's dictionary cache: seconds of CPU
 def test_jieba_caches_in_a_private_temp_dir_and_works_with_a_read_only_home(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
