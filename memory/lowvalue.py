@@ -106,25 +106,34 @@ def is_low_value(text: str | None) -> str | None:
     return None  # filler only ("you", "so"): a real, if cryptic, message
 
 
-_ZH_QUESTION = re.compile(
-    r"(?:什么|哪里|哪儿|哪个|哪些|哪一|哪天|谁|几[个点岁天年月号次]|多少|怎么|怎样|为什么|为啥|是否|是不是|有没有|"
-    r"多久|多大|何时|咋)"
-    r"|[吗呢么]\s*$"
+# Interrogative words that ask. Each excludes its common non-asking uses: 这几天/前几个月/十几岁 (a few),
+# 多少有点 (somewhat), 不怎么 (not much), 没什么 (nothing much), 谁都/什么都 (anyone/anything).
+_ZH_ASKING = re.compile(
+    r"(?<![这那前后好十过])几(?:个|点|岁|天|年|月|号|次|周)"
+    r"|多少(?!有点|有些|还是)|(?<![不没])怎么(?!都|也)|怎样|为什么|为啥|是否|是不是|有没有|多久|多大|何时|咋"
+    r"|(?<![没不])什么(?!都|也)|哪里|哪儿|哪个|哪些|哪一|哪天|谁(?!都|也)"
 )
-# "我不知道他住在哪里", "我什么都吃", "我有几个朋友": interrogative words that do not ask
-_ZH_NOT_ASKING = re.compile(r"不知道|不记得|忘了|记不清|(?:什么|谁|哪里|哪儿|怎么|多少)(?:都|也)|[有了买养]几")
+_ZH_FINAL_PARTICLE = re.compile(r"吗\s*$")
+_ZH_FINAL_NE = re.compile(r"呢\s*$")  # "你呢" asks; "我还在上班呢" states: a question only with an asking word or short
+# "我不知道他住在哪里", "我有几个朋友": interrogative words that do not ask
+_ZH_NOT_ASKING = re.compile(r"不知道|不记得|忘了|记不清|[有了买养]几")
+# An auxiliary opener asks ("do you remember…"), unless it is a name ("Will is my brother", "May loves jazz").
 _EN_QUESTION = re.compile(
-    r"^\s*(?:what|where|when|who|whom|whose|which|why|how|do|does|did|is|are|am|was|were|can|could|will|would|"
-    r"should|shall|have|has|may|might)\b",
+    r"^\s*(?:(?:what|where|when|who|whom|whose|which|why|how)\b"
+    r"|(?:do|does|did|is|are|am|was|were|can|could|would|should|shall|have|has|might)\b"
+    r"|(?:will|may)\s+(?:i|you|we|they|he|she|it)\b)",
     re.IGNORECASE,
 )
+_EN_NOT_ASKING = re.compile(r"^\s*(?:how|what|when|where|why)\s+(?:i|we)\b", re.IGNORECASE)  # "How I met her…"
 
 
 def is_question(sentence: str) -> bool:
     """True for a question, with or without "?": "我住在哪里", "what is my job", "你记得我的生日吗".
 
-    Chinese: an interrogative word (什么, 哪里, 谁, 几, 多少, 怎么 …) or a final 吗/呢/么, unless the sentence
-    states not knowing ("我不知道他住在哪里"). English: it opens with a wh-word or an auxiliary verb.
+    Chinese: a final 吗, an interrogative word used to ask (什么, 哪里, 谁, 几个, 多少, 怎么 …; not 这几天, 没什么,
+    不怎么, 多少有点), or a final 呢 with one of those (or in a short "你呢"), unless the sentence states not
+    knowing ("我不知道他住在哪里"). English: it opens with a wh-word or an auxiliary verb ("Will" and "May" as
+    names, "How I met her" do not ask).
     """
     text = unicodedata.normalize("NFKC", sentence or "").strip()
     if not text:
@@ -132,8 +141,13 @@ def is_question(sentence: str) -> bool:
     if text.endswith("?"):
         return True
     if _EN_QUESTION.match(text):
-        return True
-    return bool(_ZH_QUESTION.search(text)) and not _ZH_NOT_ASKING.search(text)
+        return not _EN_NOT_ASKING.match(text)
+    if _ZH_NOT_ASKING.search(text):
+        return False
+    asking = bool(_ZH_ASKING.search(text))
+    if _ZH_FINAL_NE.search(text):
+        return asking or len(text) <= 4
+    return asking or bool(_ZH_FINAL_PARTICLE.search(text))
 
 
 def normalize_for_hash(text: str) -> str:

@@ -103,13 +103,17 @@ def test_best_sentence_prefers_the_one_sharing_the_question_terms() -> None:
                          "how many days of annual leave") == "Annual leave is fifteen days."
 
 
-@pytest.mark.parametrize("text", ["我住在哪里", "what is my job", "你记得我的生日吗", "How old am I"])
+@pytest.mark.parametrize("text", ["我住在哪里", "what is my job", "你记得我的生日吗", "How old am I", "我几岁了",
+                                  "你呢", "我的猫叫什么呢", "Will you remember this", "我该怎么办"])
 def test_a_question_without_a_question_mark_is_not_stored(text: str) -> None:
     assert is_question(text)
     assert plan_turn(text, "").skip_reason == "question"
 
 
-@pytest.mark.parametrize("text", ["我什么都吃", "我有几个好朋友", "我不知道他住在哪里", "I live in Berlin"])
+@pytest.mark.parametrize("text", ["我什么都吃", "我有几个好朋友", "我不知道他住在哪里", "I live in Berlin",
+                                  "我这几天一直失眠", "我住在北京呢", "我不怎么喜欢吃辣", "我多少有点紧张",
+                                  "前几天我搬到了杭州", "Will is my brother", "May loves jazz",
+                                  "How I met my wife is a long story"])
 def test_a_statement_with_an_interrogative_word_is_kept(text: str) -> None:
     assert not is_question(text)
     assert plan_turn(text, "").skip_reason is None
