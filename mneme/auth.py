@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import json
 import logging
 from dataclasses import dataclass
@@ -211,3 +212,20 @@ class Authenticator:
         if self.jwt is None:
             raise AuthenticationError("not an API key of this server (JWTs are not configured)")
         return Principal(self.jwt.verify(token), via="jwt")
+
+
+def client_is_local(host: str | None) -> bool:
+    """Whether a client address is this machine's (loopback, or IPv4-mapped loopback).
+
+    Dev mode answers only such clients unless told otherwise (``--insecure-dev-auth`` for ``mneme serve``,
+    ``MNEME_INSECURE_DEV_AUTH=1`` under ``langgraph dev``). A client that is not an IP address (a Unix socket,
+    an in-process test client) counts as local.
+    """
+    if not host:
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return True
+    mapped = getattr(address, "ipv4_mapped", None)
+    return bool((mapped or address).is_loopback)

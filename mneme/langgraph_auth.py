@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from typing import Any
 
 from langgraph_sdk import Auth
 
-from mneme.auth import DEV_MODE_WARNING, Authenticator
+from mneme.auth import DEV_MODE_WARNING, Authenticator, client_is_local
 from mneme.errors import AuthenticationError, InvalidInputError
 
 log = logging.getLogger(__name__)
@@ -52,9 +53,18 @@ def _forbid(detail: str, status: int = 401) -> Auth.exceptions.HTTPException:
     return Auth.exceptions.HTTPException(status_code=status, detail=detail)
 
 
+def _remote_dev_allowed() -> bool:
+    return (os.environ.get("MNEME_INSECURE_DEV_AUTH") or "").strip().lower() in ("1", "true", "yes", "on")
+
+
 @auth.authenticate
-async def authenticate(authorization: str | None, headers: dict[bytes, bytes]) -> Auth.types.MinimalUserDict:
-    """The caller: a verified user, or in dev mode an empty identity (the run names its user)."""
+async def authenticate(authorization: str | None, headers: dict[bytes, bytes],
+                       scope: dict[str, Any] | None = None) -> Auth.types.MinimalUserDict:
+    """The caller: a verified user, or in dev mode an empty identity (the run names its user).
+
+    Dev mode answers loopback clients only (``langgraph dev --host 0.0.0.0`` would otherwise let anyone on the
+    network read any user's memory), unless ``MNEME_INSECURE_DEV_AUTH=1``.
+    """
     authenticator = await asyncio.to_thread(_get_authenticator)
     claimed = headers.get(b"x-user-id")
     try:
@@ -65,6 +75,10 @@ async def authenticate(authorization: str | None, headers: dict[bytes, bytes]) -
     except InvalidInputError as exc:
         raise _forbid(f"X-User-Id: {exc}") from exc
     if principal.via == "dev":
+        client = (scope or {}).get("client")
+        if not client_is_local(client[0] if client else None) and not _remote_dev_allowed():
+            raise _forbid("dev mode answers this machine only: configure API keys or JWT "
+                          "(or set MNEME_INSECURE_DEV_AUTH=1)", 403)
         return {"identity": "", "display_name": "dev mode", "permissions": []}
     if not principal.user_id:
         raise _forbid("these credentials name no user")

@@ -9,7 +9,6 @@ holds is decided in ``mneme.http_turn``; size limits in ``mneme.limits``; the ch
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -101,16 +100,10 @@ def resolve_principal(request: Request) -> Principal:
 
 def _from_this_machine(request: Request) -> bool:
     """Whether the client is on loopback: ``mneme serve`` refuses a non-loopback host in dev mode, and this holds
-    the same line for an app served another way (``uvicorn --factory mneme.serve:create_app --host 0.0.0.0``).
-    A client that is not an IP address (a Unix socket, a test client) counts as local."""
-    if request.client is None:
-        return True
-    try:
-        address = ipaddress.ip_address(request.client.host)
-    except ValueError:
-        return True
-    mapped = getattr(address, "ipv4_mapped", None)
-    return bool((mapped or address).is_loopback)
+    the same line for an app served another way (``uvicorn --factory mneme.serve:create_app --host 0.0.0.0``)."""
+    from mneme.auth import client_is_local
+
+    return client_is_local(request.client.host if request.client is not None else None)
 
 
 def _checked_thread(thread: str) -> str:

@@ -238,3 +238,34 @@ def test_the_keys_command_creates_lists_and_revokes(tmp_path: Path, capsys: pyte
     code, _, err = _mneme(capsys, "keys", "revoke", found.id)
     assert code == 2 and "no live API key" in err
     assert "revoked" in _mneme(capsys, "keys", "list")[1]
+
+
+@pytest.mark.parametrize(("host", "local"), [
+    ("127.0.0.1", True), ("::1", True), ("::ffff:127.0.0.1", True), (None, True), ("testclient", True),
+    ("192.0.2.7", False), ("2001:db8::1", False), ("::ffff:192.0.2.7", False),
+])
+def test_client_is_local(host: str | None, local: bool) -> None:
+    from mneme.auth import client_is_local
+
+    assert client_is_local(host) is local
+
+
+def test_langgraph_dev_mode_answers_this_machine_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from langgraph_sdk import Auth
+
+    from mneme import langgraph_auth
+
+    monkeypatch.setenv("MNEME_DATA_DIR", str(tmp_path))  # no keys, no JWT: dev mode
+    monkeypatch.setattr(langgraph_auth, "_authenticator", None)
+
+    def who(client: tuple[str, int]) -> Any:
+        return asyncio.run(langgraph_auth.authenticate(None, {}, {"client": client}))
+
+    assert who(("127.0.0.1", 5000))["identity"] == ""
+    with pytest.raises(Auth.exceptions.HTTPException) as refused:
+        who(("192.0.2.7", 5000))
+    assert refused.value.status_code == 403 and "MNEME_INSECURE_DEV_AUTH" in str(refused.value.detail)
+    monkeypatch.setenv("MNEME_INSECURE_DEV_AUTH", "1")
+    assert who(("192.0.2.7", 5000))["identity"] == ""
