@@ -41,6 +41,8 @@ from mneme.prompts.thread import REWRITE_SUMMARY, escape
 
 log = logging.getLogger(__name__)
 NOSTREAM = "nostream"
+FROM_MEMORY = "mneme_from_memory"
+"""``response_metadata`` key of a reply given from memory because the model was unavailable."""
 """LangGraph's tag for model calls whose tokens stay out of ``stream_mode="messages"``: only the answer streams."""
 
 # Short follow-ups that lean on the previous turn ("它的利润率呢?", "what about it?").
@@ -257,7 +259,7 @@ def _generate_plan(state: State, ctx: Context, model: BaseChatModel | None,
 
 
 def _answered(state: State, answer: str, attempts: int = 0, labels: tuple[str, ...] = (),
-              streamed: BaseMessage | None = None) -> dict[str, Any]:
+              streamed: BaseMessage | None = None, from_memory: bool = False) -> dict[str, Any]:
     """The answer, with the lines of this turn's user-visible degradations on top (in the user's language).
 
     An answer kept as the model ``streamed`` it keeps that message's id, so a stream shows it once.
@@ -267,7 +269,9 @@ def _answered(state: State, answer: str, attempts: int = 0, labels: tuple[str, .
     lines = degraded.reply_lines(marks["degraded"], message, skip=(degraded.MODEL_UNAVAILABLE,))
     answer = "\n".join([*lines, answer]) if lines else answer
     kept_id = streamed.id if streamed is not None and not lines else None
-    reply = AIMessage(content=answer, id=kept_id) if kept_id else AIMessage(content=answer)
+    meta = {FROM_MEMORY: True} if from_memory else {}
+    reply = AIMessage(content=answer, id=kept_id, response_metadata=meta) if kept_id \
+        else AIMessage(content=answer, response_metadata=meta)
     return {"answer": answer, "messages": [reply], **marks,
             "model_attempts": int(state.get("model_attempts") or 0) + attempts}
 
@@ -277,7 +281,7 @@ def _answered_from_memory(state: State, exc: Exception, *, write_memory: bool = 
         log.warning("the chat model's answer failed (%s: %s); answering from memory", type(exc).__name__, exc)
     reply = memory_only_reply(text_of(latest_user_message(state["messages"])).strip(), state.get("recalled") or [],
                               label=degraded.MODEL_UNAVAILABLE, write_memory=write_memory)
-    return _answered(state, reply, _attempts(exc), (degraded.MODEL_UNAVAILABLE,))
+    return _answered(state, reply, _attempts(exc), (degraded.MODEL_UNAVAILABLE,), from_memory=True)
 
 
 async def generate(
@@ -343,7 +347,21 @@ def _write_plan(state: State, ctx: Context, model: BaseChatModel | None,
     return None, {
         "user_text": user_text, "assistant_text": answer, "thread_id": thread_id_of(config),
         "turn_ids": [m.id for m in messages[-2:] if m.id], "model": model,
+        "previous_reply": "" if model is None else previous_reply(messages),
     }
+
+
+def previous_reply(messages: list[AnyMessage]) -> str:
+    """The model's reply before this turn's message, from the thread itself (the turn's search context).
+
+    ``messages`` ends with this turn's message and its answer. A reply given from memory (the model was down)
+    only echoed memories, so it is no context.
+    """
+    earlier = messages[:-2]
+    reply = earlier[-1] if earlier and isinstance(earlier[-1], AIMessage) else None
+    if reply is None or reply.response_metadata.get(FROM_MEMORY):
+        return ""
+    return text_of(reply)
 
 
 def _bounded(kwargs: dict[str, Any], caller: ModelCaller | None) -> dict[str, Any]:

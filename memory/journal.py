@@ -57,12 +57,13 @@ _SCHEMA = (
         created_at REAL NOT NULL,
         attempts INTEGER NOT NULL DEFAULT 0,
         failed INTEGER NOT NULL DEFAULT 0,
-        last_error TEXT
+        last_error TEXT,
+        previous_reply TEXT NOT NULL DEFAULT ''
     )""",
     "CREATE INDEX IF NOT EXISTS entries_user ON entries (user_id, seq)",
 )
 _COLUMNS = ("id, user_id, thread_id, user_text, assistant_text, preview, turn_ids, redactions, created_at, "
-            "attempts, failed, last_error")
+            "attempts, failed, last_error, previous_reply")
 
 
 def new_entry_id() -> str:
@@ -95,19 +96,22 @@ class JournalEntry:
     failed: bool = False
     """Set after repeated non-transient failures: kept (never lost) but no longer retried automatically."""
     last_error: str | None = None
+    previous_reply: str = ""
+    """The assistant's reply before this turn in its thread (redacted): the turn's search context."""
 
     def row(self) -> tuple[Any, ...]:
         """The entry as a row of ``entries`` (in ``_COLUMNS`` order)."""
         return (self.id, self.user_id, self.thread_id, self.user_text, self.assistant_text, self.preview,
                 json.dumps(list(self.turn_ids)), json.dumps(self.redactions, sort_keys=True), self.created_at,
-                self.attempts, int(self.failed), self.last_error)
+                self.attempts, int(self.failed), self.last_error, self.previous_reply)
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> JournalEntry:
         """The entry a row of ``entries`` holds."""
         return cls(id=row[0], user_id=row[1], thread_id=row[2], user_text=row[3], assistant_text=row[4],
                    preview=row[5], turn_ids=tuple(json.loads(row[6])), redactions=json.loads(row[7]),
-                   created_at=float(row[8]), attempts=int(row[9]), failed=bool(row[10]), last_error=row[11])
+                   created_at=float(row[8]), attempts=int(row[9]), failed=bool(row[10]), last_error=row[11],
+                   previous_reply=row[12] or "")
 
 
 @dataclass
@@ -136,6 +140,9 @@ class WriteJournal:
             self._conn.execute("PRAGMA secure_delete = ON")  # an erased user's queued turns are zeroed on disk
             for statement in _SCHEMA:
                 self._conn.execute(statement)
+            columns = {r[1] for r in self._conn.execute("PRAGMA table_info(entries)")}
+            if "previous_reply" not in columns:  # a journal written before turns carried their context
+                self._conn.execute("ALTER TABLE entries ADD COLUMN previous_reply TEXT NOT NULL DEFAULT ''")
             self._conn.execute("UPDATE entries SET failed = 0 WHERE failed != 0")  # parked turns: one more try
             rows = self._conn.execute(f"SELECT {_COLUMNS} FROM entries ORDER BY seq").fetchall()
         except sqlite3.Error as exc:

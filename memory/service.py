@@ -18,7 +18,6 @@ import hashlib
 import logging
 import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -94,13 +93,16 @@ class TurnRequest:
     """A stable id (the journal entry's): records get ids derived from it, so a replay is idempotent."""
     redactions: dict[str, int] = field(default_factory=dict)
     """Identifiers already replaced in the texts before they were journaled, by kind."""
+    previous_reply: str = ""
+    """The assistant's reply before this turn in its thread, read from the thread by the caller: the turn's
+    search context ("川菜和粤菜" answers "你喜欢哪种菜系？")."""
 
     @classmethod
     def of(cls, entry: JournalEntry) -> TurnRequest:
         """The request a journal entry holds."""
         return cls(user_id=entry.user_id, user_text=entry.user_text, assistant_text=entry.assistant_text,
                    thread_id=entry.thread_id, turn_ids=entry.turn_ids, now=entry.created_at, id=entry.id,
-                   redactions=dict(entry.redactions))
+                   redactions=dict(entry.redactions), previous_reply=entry.previous_reply)
 
 
 @dataclass
@@ -146,8 +148,6 @@ class MemoryService:
         self.forgetting = forgetting or ForgettingPolicy()
         self.writing = writing or WritePolicy()
         self.model = model
-        self._last_reply: OrderedDict[tuple[str, str], str] = OrderedDict()
-        self._lock = threading.Lock()
         self.write_lock = threading.RLock()
         """Held while a batch is stored: erasure waits for an in-flight batch instead of racing it."""
         self.journal = journal
@@ -299,29 +299,34 @@ class MemoryService:
     # -- write ----------------------------------------------------------------------------------
     def remember_turn(self, user_id: str, *, user_text: str, assistant_text: str = "",
                       thread_id: str | None = None, now: float | None = None,
-                      turn_ids: Sequence[str] = (), model: Any = None) -> WriteReport:
-        """Store one turn of ``user_id`` as memory now, following the writing policy (synchronous)."""
+                      turn_ids: Sequence[str] = (), model: Any = None, previous_reply: str = "") -> WriteReport:
+        """Store one turn of ``user_id`` as memory now, following the writing policy (synchronous).
+
+        ``previous_reply`` is the assistant's reply before this turn in its thread (the caller reads it from the
+        thread): it becomes the turn's search context.
+        """
         user_text, assistant_text = clean_text(user_text), clean_text(assistant_text)
         request = TurnRequest(user_id=validate_tenant(user_id), user_text=user_text, assistant_text=assistant_text,
                               thread_id=thread_id, now=self.clock() if now is None else now,
-                              turn_ids=tuple(turn_ids))
+                              turn_ids=tuple(turn_ids), previous_reply=clean_text(previous_reply or ""))
         plan = plan_turn(user_text, assistant_text, policy=self.writing, model=model or self.model)
         return self.store_turns([request], [plan])[0]
 
     async def aremember_turn(self, user_id: str, *, user_text: str, assistant_text: str = "",
                              thread_id: str | None = None, now: float | None = None,
-                             turn_ids: Sequence[str] = (), model: Any = None) -> WriteReport:
+                             turn_ids: Sequence[str] = (), model: Any = None,
+                             previous_reply: str = "") -> WriteReport:
         """Async twin of ``remember_turn`` (the model call is awaited; storage runs in a thread)."""
         user_text, assistant_text = clean_text(user_text), clean_text(assistant_text)
         request = TurnRequest(user_id=validate_tenant(user_id), user_text=user_text, assistant_text=assistant_text,
                               thread_id=thread_id, now=self.clock() if now is None else now,
-                              turn_ids=tuple(turn_ids))
+                              turn_ids=tuple(turn_ids), previous_reply=clean_text(previous_reply or ""))
         plan = await aplan_turn(user_text, assistant_text, policy=self.writing, model=model or self.model)
         return (await asyncio.to_thread(self.store_turns, [request], [plan]))[0]
 
     def enqueue_turn(self, user_id: str, *, user_text: str, assistant_text: str = "",
                      thread_id: str | None = None, now: float | None = None,
-                     turn_ids: Sequence[str] = (), model: Any = None) -> WriteReport:
+                     turn_ids: Sequence[str] = (), model: Any = None, previous_reply: str = "") -> WriteReport:
         """Acknowledge a turn: journal it (redacted, fsync'd) and return; a background batch stores it.
 
         Without a journal this is ``remember_turn``. Raises ``JournalWriteError`` when the turn cannot be
@@ -329,27 +334,32 @@ class MemoryService:
         """
         if self.journal is None:
             return self.remember_turn(user_id, user_text=user_text, assistant_text=assistant_text,
-                                      thread_id=thread_id, now=now, turn_ids=turn_ids, model=model)
-        entry, report = self._journal_entry(user_id, user_text, assistant_text, thread_id, now, turn_ids, model)
+                                      thread_id=thread_id, now=now, turn_ids=turn_ids, model=model,
+                                      previous_reply=previous_reply)
+        entry, report = self._journal_entry(user_id, user_text, assistant_text, thread_id, now, turn_ids, model,
+                                            previous_reply)
         if entry is not None:
             self.journal.append(entry)
         return report
 
     async def aenqueue_turn(self, user_id: str, *, user_text: str, assistant_text: str = "",
                             thread_id: str | None = None, now: float | None = None,
-                            turn_ids: Sequence[str] = (), model: Any = None) -> WriteReport:
+                            turn_ids: Sequence[str] = (), model: Any = None,
+                            previous_reply: str = "") -> WriteReport:
         """Async twin of ``enqueue_turn``: awaits the group commit without holding a thread."""
         if self.journal is None:
             return await self.aremember_turn(user_id, user_text=user_text, assistant_text=assistant_text,
-                                             thread_id=thread_id, now=now, turn_ids=turn_ids, model=model)
-        entry, report = self._journal_entry(user_id, user_text, assistant_text, thread_id, now, turn_ids, model)
+                                             thread_id=thread_id, now=now, turn_ids=turn_ids, model=model,
+                                             previous_reply=previous_reply)
+        entry, report = self._journal_entry(user_id, user_text, assistant_text, thread_id, now, turn_ids, model,
+                                            previous_reply)
         if entry is not None:
             await asyncio.wrap_future(self.journal.submit(entry))
         return report
 
     def _journal_entry(self, user_id: str, user_text: str, assistant_text: str, thread_id: str | None,
-                       now: float | None, turn_ids: Sequence[str], model: Any) -> tuple[JournalEntry | None,
-                                                                                        WriteReport]:
+                       now: float | None, turn_ids: Sequence[str], model: Any,
+                       previous_reply: str = "") -> tuple[JournalEntry | None, WriteReport]:
         """The journal entry of a turn (redacted texts), or none when the policy skips the turn outright."""
         user_id = validate_tenant(user_id)
         user_text, assistant_text = clean_text(user_text), clean_text(assistant_text or "")
@@ -370,7 +380,9 @@ class MemoryService:
         entry = JournalEntry(id=new_entry_id(), user_id=user_id, user_text=ru.text, assistant_text=ra.text,
                              thread_id=thread_id, turn_ids=tuple(turn_ids), redactions=counts,
                              preview=preview.episodic_text or preview.summary_text or "",
-                             created_at=self.clock() if now is None else now)
+                             created_at=self.clock() if now is None else now,
+                             previous_reply=redact(clean_text(previous_reply or "")[: self.writing.max_assistant_chars],
+                                                   self.writing.redaction).text)
         report.queued = [entry.id]
         return entry, report
 
@@ -409,12 +421,6 @@ class MemoryService:
         if records:
             vectors = self.store.embedder.embed([search_text(r) for r in records])
             self.indexed.add([replace(r, embedding=v) for r, v in zip(records, vectors, strict=True)])
-        with self._lock:  # only now: a failed batch is retried with the replies it saw the first time
-            for key, reply in batch.replies.items():
-                self._last_reply[key] = reply
-                self._last_reply.move_to_end(key)
-            while len(self._last_reply) > 10_000:
-                self._last_reply.popitem(last=False)
         return reports
 
     def _plan_records(self, user_id: str, plan: TurnPlan, request: TurnRequest, batch: _Batch) -> WriteReport:
@@ -422,8 +428,11 @@ class MemoryService:
         now, thread_id = request.now, request.thread_id
         report = WriteReport(redactions=dict(plan.redactions), model_calls=plan.model_calls,
                              fallback=plan.fallback)
+        # The reply this turn answers: what the caller read from the thread; else, in a batch, the reply of the
+        # same thread's turn just before (callers replaying a conversation in one batch).
         thread_key = (user_id, thread_id or "")
-        previous = batch.replies.get(thread_key, self._last_reply.get(thread_key))
+        previous = redact(request.previous_reply, self.writing.redaction).text if request.previous_reply \
+            else batch.replies.get(thread_key)
         if request.assistant_text:
             batch.replies[thread_key] = redact(request.assistant_text, self.writing.redaction).text
         if plan.skipped:
@@ -526,9 +535,6 @@ class MemoryService:
             if self.journal is not None:
                 self.journal.delete_user(user_id)  # queued turns too: nothing comes back after erasure
             n = self.indexed.delete_user(user_id)
-        with self._lock:
-            for key in [k for k in self._last_reply if k[0] == user_id]:
-                del self._last_reply[key]
         return n
 
     def delete(self, user_id: str, ids: Sequence[str]) -> int:

@@ -204,3 +204,21 @@ def test_only_the_answer_streams_as_messages(store: InProcessStore) -> None:
     assert "ANSWER-TEXT" in streamed
     assert "REWRITTEN-QUERY" not in streamed and "EXTRACTED" not in streamed
     assert model.structured_calls  # the writer did run
+
+
+def test_a_turns_search_context_is_the_previous_reply_read_from_the_thread(store: InProcessStore) -> None:
+    """The reply a turn answers comes from the thread, so a new process (a new service) still knows it."""
+    from mneme.memory.base import Kind
+    from mneme.memory.service import MemoryService
+
+    saver = InMemorySaver()
+    model = FakeChatModel(responses=["好主意！你喜欢哪种菜系呢？", "川菜很好吃。"],
+                          structured_responses=[{"summary": None, "facts": []}])
+    first = build_graph(model=model, service=MemoryService(store), checkpointer=saver)
+    say(first, "我想学做菜", user="u1", thread="t1")
+    again = build_graph(model=model, service=MemoryService(store), checkpointer=saver)  # as after a restart
+    say(again, "川菜和粤菜", user="u1", thread="t1")
+    say(again, "粤菜", user="u1", thread="t2")
+    by_text = {r.text.splitlines()[0]: r for r in store.scan("u1", kinds=[Kind.EPISODIC])}
+    assert "菜系" in by_text["user: 川菜和粤菜"].metadata["context"]
+    assert "context" not in by_text["user: 粤菜"].metadata  # a new thread answers no earlier reply

@@ -412,9 +412,9 @@ def test_service_model_is_used_when_no_model_is_passed() -> None:
     assert len(model.calls) == 1
 
 
-def test_context_comes_from_the_previous_reply_of_the_same_thread(service: MemoryService) -> None:
+def test_context_comes_from_the_previous_reply_the_caller_read_from_the_thread(service: MemoryService) -> None:
     service.remember_turn("u1", user_text="我想学做菜", assistant_text="好主意！你喜欢哪种菜系呢？", thread_id="t1")
-    service.remember_turn("u1", user_text="川菜和粤菜", thread_id="t1")
+    service.remember_turn("u1", user_text="川菜和粤菜", thread_id="t1", previous_reply="好主意！你喜欢哪种菜系呢？")
     service.remember_turn("u1", user_text="粤菜", thread_id="t2")
     by_text = {r.text.splitlines()[0]: r for r in service.store.scan("u1", kinds=[Kind.EPISODIC])}
     assert "菜系" in by_text["user: 川菜和粤菜"].metadata["context"]

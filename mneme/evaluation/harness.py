@@ -53,9 +53,13 @@ def replay(service: MemoryService, conversations: Sequence[Conversation],
     """Write every exchange of every conversation into memory, in time order; return write counts."""
     counts: dict[str, int] = defaultdict(int)
     for conv in conversations:
+        replies: dict[str | None, str] = {}  # each thread's last reply, as the agent reads it from the thread
         for ex in sorted(conv.exchanges, key=lambda e: e.timestamp):
             report = service.remember_turn(conv.tenant, user_text=ex.user_text, assistant_text=ex.assistant_text,
-                                           thread_id=ex.thread_id, now=ex.timestamp, turn_ids=ex.turn_ids)
+                                           thread_id=ex.thread_id, now=ex.timestamp, turn_ids=ex.turn_ids,
+                                           previous_reply=replies.get(ex.thread_id, ""))
+            if ex.assistant_text:
+                replies[ex.thread_id] = ex.assistant_text
             counts["turns"] += 1
             counts["records"] += len(report.stored)
             if report.skipped:
