@@ -21,6 +21,7 @@ from langgraph.runtime import Runtime
 
 from mneme import tracing
 from mneme.clock import Clock, system_clock, to_iso
+from mneme.endpoint_attempts import counting
 from mneme.errors import InvalidInputError, JournalWriteError, ModelUnavailableError
 from mneme.graph import degraded, memory_only
 from mneme.graph.context import Context, resolve_context, thread_id_of
@@ -207,18 +208,21 @@ async def retrieve(
     """Recall the user's memories and documents for the query, with the run's recall options.
 
     A failing store is a degraded turn (answered without recall), never an error; bad input still raises.
+    Starts the turn's count of embedding requests.
     """
     ctx = resolve_context(runtime.context, config)
     query = state.get("query", "")
     if not query.strip():
-        return {"recalled": []}
+        return {"recalled": [], "embedding_attempts": 0}
     memory = memory_of(runtime, service)
-    try:
-        return _recalled(await tracing.arecall(memory, ctx.user_id, query, options=ctx.to_recall_options()))
-    except InvalidInputError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any store failure: the turn goes on without recall
-        return _unrecalled(state, exc, ctx.user_id, memory, ctx)
+    with counting() as sent:
+        try:
+            out = _recalled(await tracing.arecall(memory, ctx.user_id, query, options=ctx.to_recall_options()))
+        except InvalidInputError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any store failure: the turn goes on without recall
+            out = _unrecalled(state, exc, ctx.user_id, memory, ctx)
+    return {**out, "embedding_attempts": sent.embedding}
 
 
 def retrieve_sync(
@@ -228,14 +232,16 @@ def retrieve_sync(
     ctx = resolve_context(runtime.context, config)
     query = state.get("query", "")
     if not query.strip():
-        return {"recalled": []}
+        return {"recalled": [], "embedding_attempts": 0}
     memory = memory_of(runtime, service)
-    try:
-        return _recalled(tracing.recall(memory, ctx.user_id, query, options=ctx.to_recall_options()))
-    except InvalidInputError:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        return _unrecalled(state, exc, ctx.user_id, memory, ctx)
+    with counting() as sent:
+        try:
+            out = _recalled(tracing.recall(memory, ctx.user_id, query, options=ctx.to_recall_options()))
+        except InvalidInputError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            out = _unrecalled(state, exc, ctx.user_id, memory, ctx)
+    return {**out, "embedding_attempts": sent.embedding}
 
 
 # -- generate ----------------------------------------------------------------------------------------
@@ -372,22 +378,26 @@ def _bounded(kwargs: dict[str, Any], caller: ModelCaller | None) -> dict[str, An
     return kwargs
 
 
-def _reported(state: State, report: WriteReport, clipped: dict[str, Any]) -> dict[str, Any]:
+def _reported(state: State, report: WriteReport, clipped: dict[str, Any], embedded: int) -> dict[str, Any]:
     attempts = int(state.get("model_attempts") or 0) + report.model_calls
+    embeddings = int(state.get("embedding_attempts") or 0) + embedded
     out: dict[str, Any] = {"memory_report": {
         "stored": list(report.stored), "skipped": report.skipped, "redactions": dict(report.redactions),
-        "model_calls": attempts, **({"queued": list(report.queued)} if report.queued else {}), **clipped},
-        "model_attempts": attempts}
+        "model_calls": attempts, "embedding_calls": embeddings,
+        **({"queued": list(report.queued)} if report.queued else {}), **clipped},
+        "model_attempts": attempts, "embedding_attempts": embeddings}
     if report.fallback:
         out.update(degraded.add(state, degraded.EXTRACTION_FAILED))
     return out
 
 
-def _failed(exc: Exception, user_id: str) -> dict[str, Any]:
+def _failed(exc: Exception, user_id: str, state: State, embedded: int) -> dict[str, Any]:
     if isinstance(exc, JournalWriteError):  # the turn was not kept at all: the caller must hear it, never a 200
         raise exc
     log.error("could not store the turn of user %s: %s", user_id, exc, exc_info=exc)
-    return {"memory_report": {"stored": [], "skipped": "error", "error": f"{type(exc).__name__}: {exc}"}}
+    embeddings = int(state.get("embedding_attempts") or 0) + embedded
+    return {"memory_report": {"stored": [], "skipped": "error", "error": f"{type(exc).__name__}: {exc}",
+                              "embedding_calls": embeddings}, "embedding_attempts": embeddings}
 
 
 async def write_memory(
@@ -405,11 +415,12 @@ async def write_memory(
         return {"memory_report": done}
     memory = memory_of(runtime, service)
     clipped = clip_report(kwargs["user_text"], memory.writing)  # said, never silent
-    try:
-        return _reported(state, await tracing.aremember_turn(memory, ctx.user_id, **_bounded(kwargs, caller)),
-                         clipped)
-    except Exception as exc:  # memory is best effort: the user already has their answer
-        return _failed(exc, ctx.user_id)
+    with counting() as sent:  # without a journal the turn's records are embedded now
+        try:
+            report = await tracing.aremember_turn(memory, ctx.user_id, **_bounded(kwargs, caller))
+        except Exception as exc:  # memory is best effort: the user already has their answer
+            return _failed(exc, ctx.user_id, state, sent.embedding)
+    return _reported(state, report, clipped, sent.embedding)
 
 
 def write_memory_sync(
@@ -423,7 +434,9 @@ def write_memory_sync(
         return {"memory_report": done}
     memory = memory_of(runtime, service)
     clipped = clip_report(kwargs["user_text"], memory.writing)
-    try:
-        return _reported(state, tracing.remember_turn(memory, ctx.user_id, **_bounded(kwargs, caller)), clipped)
-    except Exception as exc:
-        return _failed(exc, ctx.user_id)
+    with counting() as sent:
+        try:
+            report = tracing.remember_turn(memory, ctx.user_id, **_bounded(kwargs, caller))
+        except Exception as exc:
+            return _failed(exc, ctx.user_id, state, sent.embedding)
+    return _reported(state, report, clipped, sent.embedding)

@@ -33,4 +33,7 @@ class State(InputState, total=False):
     from memory"); empty when nothing did. Reset by the turn's first node; add with ``graph.degraded.add``."""
     model_attempts: int
     """Chat model requests sent this turn (retries included; 0 while the model cools down); reset each turn."""
+    embedding_attempts: int
+    """Requests sent to a remote embeddings endpoint this turn (retries included; 0 for the local model);
+    started by ``retrieve``, the turn's first node that embeds."""
 

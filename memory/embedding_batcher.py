@@ -10,7 +10,8 @@ query). ``BatchingEmbedder`` wraps any embedder so that
   instead of the model.
 
 Results are exactly the wrapped model's: a batch holds the same texts, a cached vector is the one the
-model returned. ``info`` is the wrapped embedder's, so stores see the same model.
+model returned. ``info`` is the wrapped embedder's, so stores see the same model. The requests a shared
+call sent to a remote endpoint are counted for every caller it served (``mneme.endpoint_attempts``).
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
 
+from mneme.endpoint_attempts import count_embedding, counting
 from mneme.memory.base import Embedder, EmbedderInfo
 
 
 class _Waiter:
     """One caller waiting for vectors, or for its turn to make the model call for everyone waiting."""
 
-    __slots__ = ("error", "event", "lead", "texts", "vectors")
+    __slots__ = ("error", "event", "lead", "requests", "texts", "vectors")
 
     def __init__(self, texts: list[str]) -> None:
         self.texts = texts
@@ -34,6 +36,8 @@ class _Waiter:
         self.lead = False
         self.vectors: list[list[float]] | None = None
         self.error: BaseException | None = None
+        self.requests = 0
+        """Requests the call that served this caller sent (its endpoint's, retries included)."""
 
 
 class BatchingEmbedder:
@@ -78,6 +82,7 @@ class BatchingEmbedder:
                 self._round()
             else:
                 me.event.wait()
+        count_embedding(me.requests)  # into the caller's own tally, whoever made the call
         if me.error is not None:
             raise me.error
         assert me.vectors is not None
@@ -91,11 +96,12 @@ class BatchingEmbedder:
         unique = list(dict.fromkeys(t for w in batch for t in w.texts))
         vectors: dict[str, list[float]] = {}
         error: BaseException | None = None
-        try:
-            self.calls += 1
-            vectors = dict(zip(unique, self.inner.embed(unique), strict=True))
-        except BaseException as exc:  # every caller of this round sees the model's error
-            error = exc
+        with counting() as tally:
+            try:
+                self.calls += 1
+                vectors = dict(zip(unique, self.inner.embed(unique), strict=True))
+            except BaseException as exc:  # every caller of this round sees the model's error
+                error = exc
         with self._lock:
             for text, vector in vectors.items():
                 self._cache[text] = array("d", vector)
@@ -110,6 +116,7 @@ class BatchingEmbedder:
                 self._leading = False
         for w in batch:
             w.lead = False
+            w.requests = tally.embedding
             if error is not None:
                 w.error = error
             else:

@@ -37,6 +37,8 @@ class Settings:
     """MNEME_MODEL_TIMEOUT: seconds the chat model may take to answer (rewrite gets 1/4, extraction 1/2)."""
     chroma_timeout: float = 10.0
     """MNEME_CHROMA_TIMEOUT: seconds a Chroma server may stay silent on one request before it counts as down."""
+    embedding_timeout: float = 30.0
+    """MNEME_EMBEDDING_TIMEOUT: seconds one request to an ``openai:<model>`` embeddings endpoint may take."""
     postgres_url: str | None = None
     """MNEME_POSTGRES_URL: PostgreSQL for conversation threads (shared by several servers); unset: SQLite."""
     max_message_chars: int = 32_000
@@ -80,6 +82,7 @@ class Settings:
         return cls(
             model_timeout=_seconds(env, "MNEME_MODEL_TIMEOUT", 60.0),
             chroma_timeout=_seconds(env, "MNEME_CHROMA_TIMEOUT", 10.0),
+            embedding_timeout=_seconds(env, "MNEME_EMBEDDING_TIMEOUT", 30.0),
             cache_rows=int(raw_rows),
             postgres_url=postgres,
             max_message_chars=_positive(env, "MNEME_MAX_MESSAGE_CHARS", 32_000),

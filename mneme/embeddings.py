@@ -9,10 +9,11 @@ Nothing here downloads at run time.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
-from mneme.errors import ConfigurationError
+from mneme.errors import ConfigurationError, EmbedderUnavailableError
 from mneme.memory.base import Embedder, EmbedderInfo, clean_text
 
 DEFAULT_EMBEDDINGS = "use-m3"
@@ -44,15 +45,32 @@ class USEEmbedder:
 
 
 class OpenAIEmbedder:
-    """OpenAI (or compatible) embeddings through ``langchain-openai``; used only when configured."""
+    """OpenAI (or compatible) embeddings through ``langchain-openai``; used only when configured.
+
+    Each request has ``timeout`` seconds; a transient failure (5xx, 429, a dropped connection) is retried
+    ``max_retries`` times by Mneme, a timeout never (it already cost the whole timeout). The SDK's own
+    retries are off, and every request put on the wire is counted into the turn's tally
+    (``mneme.endpoint_attempts``: ``memory_report.embedding_calls``).
+    """
 
     def __init__(self, model: str, *, dimension: int | None = None, timeout: float = 30.0, max_retries: int = 1,
-                 **kwargs: Any) -> None:
+                 retry_backoff: float = 0.5, **kwargs: Any) -> None:
+        import httpx
         from langchain_openai import OpenAIEmbeddings
+        from openai import DefaultHttpxClient
 
-        # Explicit: the SDK's default would wait for ever on a hanging endpoint (and retry twice).
+        from mneme.endpoint_attempts import count_embedding
+
+        def sent(request: httpx.Request) -> None:
+            count_embedding()
+
+        # Explicit: the SDK's default would wait for ever on a hanging endpoint (and retry twice, uncounted).
         self._client = OpenAIEmbeddings(model=model, check_embedding_ctx_length=False, timeout=timeout,
-                                        max_retries=max_retries, **kwargs)
+                                        max_retries=0, http_client=DefaultHttpxClient(event_hooks={"request": [sent]}),
+                                        **kwargs)
+        self.max_retries = max_retries
+        self.retry_backoff = retry_backoff
+        self._endpoint = f"{kwargs.get('base_url') or 'api.openai.com'} ({model})"
         dim = dimension or {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072}.get(model, 0)
         self._info = EmbedderInfo(name=f"openai:{model}", dimension=dim)
 
@@ -64,24 +82,45 @@ class OpenAIEmbedder:
         return self._info
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Embed texts through the API."""
+        """Embed texts through the API (one retry of a transient failure).
+
+        Raises ``EmbedderUnavailableError`` when the endpoint is down, times out or fails with 5xx/429;
+        any other error (a 4xx about the input or the key) as the client raised it.
+        """
         if not texts:
             return []
-        return [list(map(float, v)) for v in self._client.embed_documents(list(texts))]
+        from mneme.model_calls import describe, is_timeout, is_transient
+
+        tries = 0
+        while True:
+            try:
+                return [list(map(float, v)) for v in self._client.embed_documents(list(texts))]
+            except Exception as exc:
+                tries += 1
+                if tries <= self.max_retries and is_transient(exc):
+                    time.sleep(self.retry_backoff)
+                    continue
+                # an outage (not a 4xx about this input): callers go on without it, the journal waits and retries
+                if is_timeout(exc) or is_transient(exc):
+                    raise EmbedderUnavailableError(
+                        f"embeddings endpoint {self._endpoint} unavailable after {tries} request(s): "
+                        f"{describe(exc)}") from exc
+                raise
 
 
 _cache: dict[str, Embedder] = {}
 _cache_lock = threading.Lock()
 
 
-def load_embedder(name: str | None = None, *, api_key: str | None = None, base_url: str | None = None) -> Embedder:
+def load_embedder(name: str | None = None, *, api_key: str | None = None, base_url: str | None = None,
+                  timeout: float = 30.0) -> Embedder:
     """Return the embedder ``name`` (shared per process and endpoint: loading weights once is enough).
 
     ``openai:<model>`` needs ``api_key`` or ``base_url``: a server at ``base_url`` that wants no key (Ollama,
-    llama.cpp, vLLM) gets the same placeholder key the chat model sends.
+    llama.cpp, vLLM) gets the same placeholder key the chat model sends; ``timeout`` bounds each request.
     """
     name = (name or DEFAULT_EMBEDDINGS).strip()
-    key = f"{name}@{base_url}" if name.startswith("openai:") and base_url else name
+    key = f"{name}@{base_url}@{timeout:g}" if name.startswith("openai:") else name
     with _cache_lock:
         if key in _cache:
             return _cache[key]
@@ -95,7 +134,7 @@ def load_embedder(name: str | None = None, *, api_key: str | None = None, base_u
             from mneme.models import PLACEHOLDER_API_KEY
 
             embedder = OpenAIEmbedder(name.split(":", 1)[1], api_key=api_key or PLACEHOLDER_API_KEY,
-                                      base_url=base_url)
+                                      base_url=base_url, timeout=timeout)
         elif name.startswith("fake"):
             from mneme.testing import FakeEmbeddings
 

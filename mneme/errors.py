@@ -8,6 +8,7 @@
     │   └── UnreadableFileError     a file to ingest is not text or not a regular file (binary, /dev/null, FIFO)
     ├── MemoryStoreError            the memory backend failed; the message says what to do
     │   ├── StoreUnavailableError   the Chroma server (or other backend) cannot be reached: names the URL
+    │   │   └── EmbedderUnavailableError  the embeddings endpoint failed (down, timed out, 5xx): names it
     │   ├── EmbedderMismatchError   the store was built with another embedding model: names both
     │   ├── StoreLockedError        another process owns the embedded data directory: use a server
     │   └── JournalWriteError       a turn could not be written to the write journal: it was NOT kept
@@ -59,6 +60,14 @@ class MemoryStoreError(MnemeError):
 
 class StoreUnavailableError(MemoryStoreError):
     """Raised when the Chroma server (or another backend) cannot be reached; the message names the URL."""
+
+
+class EmbedderUnavailableError(StoreUnavailableError):
+    """Raised when an ``openai:<model>`` embeddings endpoint cannot be reached, times out or fails (5xx, 429).
+
+    Like a Chroma outage: recall answers without memories (labelled) and journaled turns wait and are
+    retried, never parked. The message names the endpoint's failure.
+    """
 
 
 class EmbedderMismatchError(MemoryStoreError):

@@ -12,11 +12,14 @@ Replies are consumed in order (the last one repeats); each is one of:
 - ``ToolCall(name, args)``: a tool call;
 - a failure: ``Status(500)`` (an error status with an OpenAI-style error body), ``Hang(seconds)``
   (hold the request, answer nothing), ``Drop()`` (close the connection without a response),
-  ``Garbage()`` (200 with a body that is not JSON).
+  ``Garbage()`` (200 with a body that is not JSON), ``Cut(after=N)`` (start the answer, then drop the
+  connection after N words: a model failing midway through a streamed answer).
 
 ``handler(request_json) -> reply`` replaces the script when given. ``fail(failure)`` makes every
-request fail that way until ``fail(None)``. ``attempts`` counts the chat-completion requests that
-reached the socket (the SDK's retries included), ``requests`` keeps each request's path and JSON body.
+request fail that way until ``fail(None)``; ``fail_embeddings(failure)`` only the embedding requests, and
+``embedding_delay`` holds each embedding request that many seconds. ``attempts`` counts the chat-completion
+requests that reached the socket (the SDK's retries included), ``embedding_attempts`` the embedding ones,
+``requests`` keeps each request's path and JSON body.
 
 Example::
 
@@ -79,7 +82,16 @@ class Garbage:
     body: bytes = b'{"id": "chatcmpl-garbage", "choices": [ {{{ not json'
 
 
-Failure = Status | Hang | Drop | Garbage
+@dataclass(frozen=True)
+class Cut:
+    """Start answering ``text`` (default: the server's default reply), then drop the connection: a streamed
+    request gets ``after`` words as content deltas, a plain one the response head and part of its body."""
+
+    after: int = 3
+    text: str | None = None
+
+
+Failure = Status | Hang | Drop | Garbage | Cut
 Reply = str | dict[str, Any] | BaseModel | ToolCall | Failure
 RequestHandler = Callable[[dict[str, Any]], Reply]
 
@@ -106,6 +118,7 @@ class FakeOpenAIServer:
         self.default = default
         self.model = model
         self._failure: Failure | None = None
+        self._embedding_failure: Failure | None = None
         self._index = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -114,6 +127,8 @@ class FakeOpenAIServer:
         """Chat-completion requests received (each SDK retry counts)."""
         self.embedding_attempts = 0
         """Embedding requests received."""
+        self.embedding_delay = 0.0
+        """Seconds each embedding request is held before its answer (a slow endpoint)."""
         self._httpd = ThreadingHTTPServer((host, port), _handler_class(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -163,6 +178,11 @@ class FakeOpenAIServer:
         """Fail every request this way from now on (``None``: back to the script)."""
         with self._lock:
             self._failure = failure
+
+    def fail_embeddings(self, failure: Failure | None) -> None:
+        """Fail every embedding request this way from now on, chat untouched (``None``: answer them again)."""
+        with self._lock:
+            self._embedding_failure = failure
 
     def chat_requests(self) -> list[dict[str, Any]]:
         """The JSON bodies of the chat-completion requests received so far."""
@@ -224,8 +244,10 @@ class _FakeHandler(BaseHTTPRequestHandler):
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
 
-    def _fail(self, failure: Failure) -> None:
-        if isinstance(failure, Status):
+    def _fail(self, failure: Failure, body: dict[str, Any] | None = None) -> None:
+        if isinstance(failure, Cut):
+            self._cut(failure, body or {})
+        elif isinstance(failure, Status):
             self._send_json(failure.code, {"error": {"message": failure.message, "type": "server_error",
                                                      "code": failure.code}})
         elif isinstance(failure, Hang):
@@ -257,8 +279,8 @@ class _FakeHandler(BaseHTTPRequestHandler):
         self.fake._record(self.path, body)
         if self.path.rstrip("/").endswith("/chat/completions"):
             reply = self.fake._next(body)
-            if isinstance(reply, Status | Hang | Drop | Garbage):
-                self._fail(reply)
+            if isinstance(reply, Status | Hang | Drop | Garbage | Cut):
+                self._fail(reply, body)
             elif body.get("stream"):
                 self._stream(body, reply)
             else:
@@ -266,10 +288,12 @@ class _FakeHandler(BaseHTTPRequestHandler):
         elif self.path.rstrip("/").endswith("/embeddings"):
             with self.fake._lock:
                 self.fake.embedding_attempts += 1
-                failure = self.fake._failure
+                failure = self.fake._embedding_failure or self.fake._failure
             if failure is not None:
-                self._fail(failure)
+                self._fail(failure, body)
                 return
+            if self.fake.embedding_delay:
+                self.fake._stopping.wait(self.fake.embedding_delay)
             texts = body.get("input") or []
             texts = [texts] if isinstance(texts, str) else texts
             self._send_json(200, {"object": "list", "model": body.get("model", self.fake.model), "data": [
@@ -278,7 +302,21 @@ class _FakeHandler(BaseHTTPRequestHandler):
         else:
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
-    def _stream(self, body: dict[str, Any], reply: Reply) -> None:
+    def _cut(self, cut: Cut, body: dict[str, Any]) -> None:
+        text = cut.text if cut.text is not None else self.fake.default
+        if body.get("stream"):
+            self._stream(body, text, stop_after=cut.after)
+            return
+        data = json.dumps(_completion(body, text, self.fake.model), ensure_ascii=False).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data[: len(data) // 2])
+        self.wfile.flush()
+        self._drop()
+
+    def _stream(self, body: dict[str, Any], reply: Reply, *, stop_after: int | None = None) -> None:
         message, finish = _message(body, reply)
         base = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion.chunk",
                 "created": int(time.time()), "model": self.fake.model}
@@ -294,6 +332,12 @@ class _FakeHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
         events = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+        if stop_after is not None:  # a model dying midway: some words, then the connection drops
+            for event in events[: stop_after + 1]:
+                self.wfile.write(f"data: {json.dumps(event, ensure_ascii=False)}\n\n".encode())
+                self.wfile.flush()
+            self._drop()
+            return
         events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         if (body.get("stream_options") or {}).get("include_usage"):
             events.append({**base, "choices": [], "usage": _usage(body, text)})
@@ -354,6 +398,7 @@ def _vector(text: str, dimension: int = 64) -> list[float]:
 _MODES: dict[str, Callable[[float], Failure | None]] = {
     "ok": lambda _: None, "500": lambda _: Status(500), "503": lambda _: Status(503),
     "hang": lambda s: Hang(s), "drop": lambda _: Drop(), "garbage": lambda _: Garbage(),
+    "cut": lambda _: Cut(after=3),
 }
 
 

@@ -52,10 +52,16 @@ def store_probe(store: Any) -> Callable[[], str]:
 
 
 def embedder_probe(embedder: Any) -> Callable[[], str]:
-    """One embedding of a short text, of the dimension the embedder declares."""
+    """One embedding of a short text, of the dimension the embedder declares.
+
+    It asks the model itself, past a ``BatchingEmbedder``'s cache of recent vectors: a cached answer would say
+    an embeddings endpoint that went down is fine.
+    """
+    model = getattr(embedder, "inner", embedder)
+
     def probe() -> str:
-        vector = embedder.embed(["readiness probe 就绪检查"])[0]
-        info = embedder.info
+        vector = model.embed(["readiness probe 就绪检查"])[0]
+        info = model.info
         if len(vector) != info.dimension:
             raise RuntimeError(f"{info.name} gave {len(vector)} numbers, not {info.dimension}")
         return f"{info.name} ({info.dimension}-d)"

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 def settings_embedder(settings: Settings) -> Embedder:
     """The embedder ``MNEME_EMBEDDINGS`` names (loaded once per process)."""
-    return load_embedder(settings.embeddings, api_key=settings.openai_api_key, base_url=settings.openai_base_url)
+    return load_embedder(settings.embeddings, api_key=settings.openai_api_key, base_url=settings.openai_base_url,
+                         timeout=settings.embedding_timeout)
 
 
 def open_store(settings: Settings, *, embedder: Embedder | None = None) -> MemoryStore:

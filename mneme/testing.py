@@ -6,7 +6,7 @@
   failing similarity test explains itself; no model is loaded.
 - ``FakeOpenAIServer`` (from ``mneme.fake_openai``): a real OpenAI-compatible HTTP server on a loopback
   port that answers from a script and fails on demand (``Status(500)``, ``Hang(s)``, ``Drop()``,
-  ``Garbage()``), counting attempts: tests the real ``ChatOpenAI`` path, timeouts and retries.
+  ``Garbage()``, ``Cut(after=N)``), counting attempts: tests the real ``ChatOpenAI`` path, timeouts and retries.
 
 Example::
 
@@ -35,10 +35,10 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from mneme.fake_openai import Drop, FakeOpenAIServer, Garbage, Hang, Status, ToolCall
+from mneme.fake_openai import Cut, Drop, FakeOpenAIServer, Garbage, Hang, Status, ToolCall
 from mneme.memory.base import EmbedderInfo
 
-__all__ = ["Drop", "FakeChatModel", "FakeEmbeddings", "FakeOpenAIServer", "Garbage", "Hang", "Status",
+__all__ = ["Cut", "Drop", "FakeChatModel", "FakeEmbeddings", "FakeOpenAIServer", "Garbage", "Hang", "Status",
            "ToolCall"]
 
 Response = str | AIMessage | dict[str, Any] | BaseModel | Exception

@@ -163,7 +163,7 @@ def test_retrieve_honours_k_and_an_empty_query(service: MemoryService) -> None:
     out = nodes.retrieve_sync({"messages": [], "query": "tea note"}, cfg(), rt(k=2), service=service)
     assert len(out["recalled"]) == 2
     assert nodes.retrieve_sync({"messages": [], "query": "  "}, cfg(), rt(), service=service) == {
-        "recalled": []
+        "recalled": [], "embedding_attempts": 0
     }
 
 
