@@ -55,6 +55,9 @@ class RecallOptions:
     keyword_weight: float = field(default=0.7, metadata=_d(
         "Share of the keyword channel in the fused relevance (the rest is the dense channel)."))
     time_weight: float = field(default=0.6, metadata=_d("Bonus for items inside a time window the query names."))
+    neighbour_share: float = field(default=0.5, metadata=_d(
+        "Share of a neighbouring turn's lead in relevance that an item inherits (same thread, adjacent, one "
+        "sitting; memory/neighbours.py); 0 turns it off."))
     relevance_floor: bool = field(default=False, metadata=_d(
         "Drop items no closer to the query than everyday unrelated sentences are (memory/relevance.py); "
         "memory-only replies always apply it."))

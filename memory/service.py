@@ -39,6 +39,7 @@ from mneme.memory.indexing import context_of, search_text
 from mneme.memory.journal import JournalEntry, WriteJournal, new_entry_id, record_ids
 from mneme.memory.keyword import KeywordEntry, KeywordIndex
 from mneme.memory.lowvalue import is_low_value
+from mneme.memory.neighbours import lift_neighbours
 from mneme.memory.ranking import Candidate, Recalled, RecallOptions, rank, select
 from mneme.memory.redaction import redact
 from mneme.memory.relevance import NullBaseline
@@ -219,6 +220,7 @@ class MemoryService:
         if pending:
             ranked = sorted(ranked + self._pending_items(pending, opts, window, exclude=set(records)),
                             key=lambda it: (-it.score, it.id))
+        ranked = lift_neighbours(ranked, share=opts.neighbour_share)
         out = select(ranked, opts, embed=self.store.embedder.embed)
         if opts.reinforce:
             try:  # a side write: recall answers even when it fails (disk full, store read-only)

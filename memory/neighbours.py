@@ -1,0 +1,72 @@
+"""Conversation neighbours: an exchange next to a strong match in the same sitting shares its topic.
+
+People split one topic over consecutive turns: "今天我遇到了一个麻烦" is followed by what the trouble was;
+"Is this your own painting?" by "Yeah, I painted that lake sunrise last year". Matching scores each turn
+alone, so the turn that holds the answer can rank far below its neighbour that matches the question's
+words. ``lift_neighbours`` lets each recalled item inherit part of the lead of the item next to it in the
+same thread: ``score += share · max(0, relevance(neighbour) − relevance(item))``.
+
+- *Next to* means adjacent in time among the recalled candidates of that thread (records written by one
+  turn — an exchange and the facts drawn from it — share a time and count as one position), at most
+  ``max_gap`` seconds apart (one sitting): turns of another day are another conversation.
+- With ``share < 1`` a lifted item stays below the item that lifted it, so the best match keeps its rank
+  (recall@1 cannot drop because of a lift); an item already as relevant as its neighbour gains nothing.
+- Pure and cheap: a pass over the candidates already scored, no store read.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
+
+from mneme.memory.ranking import Recalled
+
+SITTING_SECONDS = 30 * 60.0
+"""Two turns further apart than this are not neighbours (another sitting of the conversation)."""
+
+
+def _relevance(item: Recalled) -> float:
+    return item.signals.get("relevance", item.score)
+
+
+def lift_neighbours(ranked: Sequence[Recalled], *, share: float = 0.5,
+                    max_gap: float = SITTING_SECONDS) -> list[Recalled]:
+    """``ranked`` re-scored as the module docstring says, best first (ties by id); ``share`` 0 changes nothing.
+
+    A lifted item carries the signal ``neighbour`` (the lift added to its score).
+    """
+    items = list(ranked)
+    if share <= 0 or len(items) < 2:
+        return items
+    by_thread: dict[str, list[Recalled]] = defaultdict(list)
+    for it in items:
+        if it.thread_id:
+            by_thread[it.thread_id].append(it)
+    # per thread: the distinct times of its candidates, and the best relevance at each time
+    times: dict[str, list[float]] = {}
+    best_at: dict[tuple[str, float], float] = {}
+    for thread, members in by_thread.items():
+        times[thread] = sorted({m.created_at for m in members})
+        for m in members:
+            key = (thread, m.created_at)
+            best_at[key] = max(best_at.get(key, float("-inf")), _relevance(m))
+    out: list[Recalled] = []
+    for it in items:
+        tid = it.thread_id
+        if not tid or tid not in times or len(times[tid]) < 2:
+            out.append(it)
+            continue
+        ts = times[tid]
+        pos = bisect_left(ts, it.created_at)
+        lead = 0.0
+        for j in (pos - 1, pos + 1):
+            if 0 <= j < len(ts) and abs(ts[j] - it.created_at) <= max_gap:
+                lead = max(lead, best_at[(tid, ts[j])] - _relevance(it))
+        if lead > 0:
+            lift = share * lead
+            it = replace(it, score=it.score + lift, signals={**it.signals, "neighbour": lift})
+        out.append(it)
+    out.sort(key=lambda x: (-x.score, x.id))
+    return out
