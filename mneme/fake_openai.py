@@ -85,10 +85,15 @@ class Garbage:
 @dataclass(frozen=True)
 class Cut:
     """Start answering ``text`` (default: the server's default reply), then drop the connection: a streamed
-    request gets ``after`` words as content deltas, a plain one the response head and part of its body."""
+    request gets ``after`` words as content deltas, a plain one the response head and part of its body.
+
+    ``chunked``: the stream is sent in chunked encoding (as Ollama, vLLM or OpenAI do) and stops inside
+    it, so the client sees an error; otherwise it ends like a complete body, only without a finish reason.
+    """
 
     after: int = 3
     text: str | None = None
+    chunked: bool = False
 
 
 Failure = Status | Hang | Drop | Garbage | Cut
@@ -129,7 +134,7 @@ class FakeOpenAIServer:
         """Embedding requests received."""
         self.embedding_delay = 0.0
         """Seconds each embedding request is held before its answer (a slow endpoint)."""
-        self._httpd = ThreadingHTTPServer((host, port), _handler_class(self))
+        self._httpd = _QuietServer((host, port), _handler_class(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -205,6 +210,16 @@ class FakeOpenAIServer:
     def _record(self, path: str, body: dict[str, Any]) -> None:
         with self._lock:
             self.requests.append(Recorded(path=path, body=body, at=time.time()))
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up on a failure it asked for (a cut stream) is expected: no traceback on stderr."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _handler_class(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
@@ -305,7 +320,7 @@ class _FakeHandler(BaseHTTPRequestHandler):
     def _cut(self, cut: Cut, body: dict[str, Any]) -> None:
         text = cut.text if cut.text is not None else self.fake.default
         if body.get("stream"):
-            self._stream(body, text, stop_after=cut.after)
+            self._stream(body, text, stop_after=cut.after, chunked=cut.chunked)
             return
         data = json.dumps(_completion(body, text, self.fake.model), ensure_ascii=False).encode()
         self.send_response(200)
@@ -316,7 +331,8 @@ class _FakeHandler(BaseHTTPRequestHandler):
         self.wfile.flush()
         self._drop()
 
-    def _stream(self, body: dict[str, Any], reply: Reply, *, stop_after: int | None = None) -> None:
+    def _stream(self, body: dict[str, Any], reply: Reply, *, stop_after: int | None = None,
+                chunked: bool = False) -> None:
         message, finish = _message(body, reply)
         base = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion.chunk",
                 "created": int(time.time()), "model": self.fake.model}
@@ -329,12 +345,18 @@ class _FakeHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")  # no Content-Length: the body ends when the socket closes
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         self.close_connection = True
         events = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
         if stop_after is not None:  # a model dying midway: some words, then the connection drops
             for event in events[: stop_after + 1]:
-                self.wfile.write(f"data: {json.dumps(event, ensure_ascii=False)}\n\n".encode())
+                data = f"data: {json.dumps(event, ensure_ascii=False)}\n\n".encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+                self.wfile.flush()
+            if chunked:  # a chunk announced and never finished: an incomplete body
+                self.wfile.write(b"ff\r\ndata: {")
                 self.wfile.flush()
             self._drop()
             return

@@ -8,6 +8,9 @@
 - Out: this turn only: ``{"answer", "thread_id", "recalled", "memory_report", "degraded", "messages"}``
   with ``messages`` holding this turn's reply, never the thread's history (which the checkpointer keeps).
   ``stream`` first yields ``{"delta": text}`` chunks of the reply as the model writes it, then that object.
+  ``{"reset": true, "reason": ...}`` withdraws the deltas sent so far: the model's answer broke off midway and
+  is written again, or replaced by the labelled memory-only reply. After the last reset the deltas add up to
+  the object's ``answer`` exactly, so a client may show them as they come and never keep a broken-off half.
 """
 
 from __future__ import annotations
@@ -153,6 +156,7 @@ def turn_runnable(graph: Runnable | Callable[[], Runnable], *, limits: Mapping[s
     async def astream(payload: Any, config: RunnableConfig) -> AsyncIterator[dict[str, Any]]:
         graph_input, thread_key, context = prepare(payload, config)
         state: dict[str, Any] = {}
+        shown = StreamedReply()
         async with lock_for(thread_key):
             async for mode, chunk in resolve().astream(graph_input, config, context=context, durability="exit",
                                                        stream_mode=["messages", "values"]):
@@ -161,10 +165,12 @@ def turn_runnable(graph: Runnable | Callable[[], Runnable], *, limits: Mapping[s
                     continue
                 message, meta = chunk
                 if meta.get("langgraph_node") == "generate" and isinstance(message, AIMessageChunk):
-                    delta = message.text
-                    if delta:
-                        yield {"delta": delta}
-        yield shape_turn(state, thread_key)
+                    for event in shown.add(message.id, message.text):
+                        yield event
+        turn = shape_turn(state, thread_key)
+        for event in shown.settle(turn["answer"], turn["degraded"]):
+            yield event
+        yield turn
 
     def run(payload: Any, config: RunnableConfig) -> dict[str, Any]:
         graph_input, thread_key, context = prepare(payload, config)
@@ -173,6 +179,44 @@ def turn_runnable(graph: Runnable | Callable[[], Runnable], *, limits: Mapping[s
     chain = _StreamingLambda(run, afunc=arun, name="mneme_turn")
     chain.streamer = astream
     return chain.with_types(input_type=ChatRequest, output_type=TurnOutput)  # type: ignore[arg-type]
+
+
+RETRIED = "the model's answer broke off; it is written again"
+"""``reason`` of a reset before a new attempt of the model's answer."""
+
+
+class StreamedReply:
+    """What a stream has shown of the reply, and the events that keep it equal to the reply in the end.
+
+    Deltas of one model attempt (one message id) are passed on; a new attempt after text was shown first
+    withdraws it (``reset``). At the end, deltas that do not add up to the answer (the model failed and the
+    memory-only reply replaced them, or a label line was put on top) are withdrawn and the answer sent whole.
+    """
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.attempt: str | None = None
+
+    def add(self, attempt: str | None, delta: str) -> list[dict[str, Any]]:
+        """The events for one streamed chunk of attempt ``attempt`` (a message id)."""
+        events: list[dict[str, Any]] = []
+        if attempt is not None and attempt != self.attempt:
+            if self.text:
+                events.append({"reset": True, "reason": RETRIED})
+                self.text = ""
+            self.attempt = attempt
+        if delta:
+            self.text += delta
+            events.append({"delta": delta})
+        return events
+
+    def settle(self, answer: str, degraded: list[str]) -> list[dict[str, Any]]:
+        """The events that make what was shown the final ``answer`` (none when it already is, or nothing was)."""
+        if not self.text or self.text == answer:
+            return []
+        self.text = answer
+        reason = "; ".join(degraded) or "the reply was completed after it streamed"
+        return [{"reset": True, "reason": reason}, *([{"delta": answer}] if answer else [])]
 
 
 class _StreamingLambda(RunnableLambda):  # type: ignore[type-arg]

@@ -11,6 +11,8 @@
   counts as down for ``cooldown`` seconds: calls fail at once without a request, so a hanging endpoint costs
   one deadline, not one per turn and per purpose. A rewrite or extraction deadline does not trip it (a
   cold local model may be slow, not down).
+- A streamed answer that ends without a finish reason broke off midway (the connection closed cleanly after
+  some words): ``BrokenOffAnswer``, a transient failure like a dropped connection, never an answer.
 - An endpoint failure becomes ``ModelUnavailableError`` (with the attempts made); a reply that does not
   parse is raised as is (the extraction retries it once, naming the error). The nodes answer from memory
   and label the turn instead of raising either (``mneme.graph.degraded``).
@@ -111,6 +113,24 @@ def describe(exc: BaseException) -> str:
     return f"{kind}: {text}" if text and kind != text else kind
 
 
+class BrokenOffAnswer(ConnectionError):
+    """The model's streamed answer stopped before the model finished it (no finish reason arrived)."""
+
+
+def check_finished(message: BaseMessage) -> BaseMessage:
+    """``message``, or ``BrokenOffAnswer`` when an OpenAI-style answer carries no finish reason.
+
+    ``ChatOpenAI`` sets ``finish_reason`` on every complete answer, streamed or not; a stream cut off after
+    some words (the connection closed without an error) yields a message without it. Other providers'
+    messages are taken as they are.
+    """
+    meta = getattr(message, "response_metadata", None) or {}
+    if meta.get("model_provider") == "openai" and not meta.get("finish_reason"):
+        words = len(str(message.content).split())
+        raise BrokenOffAnswer(f"the model's answer broke off after {words} word(s) (no finish reason)")
+    return message
+
+
 class ModelCaller:
     """One chat model behind the policy: deadlines, retries, the cool-down, attempts counted.
 
@@ -189,15 +209,19 @@ class ModelCaller:
 
     def invoke(self, purpose: Purpose, prompt: list[BaseMessage], config: RunnableConfig | None = None,
                *, model: Runnable[Any, Any] | None = None) -> tuple[BaseMessage, int]:
-        """``model.invoke(prompt, config)`` under the policy."""
+        """``model.invoke(prompt, config)`` under the policy (an answer that broke off is a failed attempt)."""
         runnable = model or self.model
-        return self.run(purpose, lambda: runnable.invoke(prompt, config))
+        return self.run(purpose, lambda: check_finished(runnable.invoke(prompt, config)))
 
     async def ainvoke(self, purpose: Purpose, prompt: list[BaseMessage], config: RunnableConfig | None = None,
                       *, model: Runnable[Any, Any] | None = None) -> tuple[BaseMessage, int]:
         """Async twin of ``invoke``."""
         runnable = model or self.model
-        return await self.arun(purpose, lambda: runnable.ainvoke(prompt, config))
+
+        async def call() -> BaseMessage:
+            return check_finished(await runnable.ainvoke(prompt, config))
+
+        return await self.arun(purpose, call)
 
     def bounded(self, purpose: Purpose = "extraction") -> BoundedChatModel:
         """A chat model whose calls (and ``with_structured_output`` calls) go through this policy."""

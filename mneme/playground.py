@@ -113,8 +113,8 @@ PAGE = """<!doctype html>
     if (data && data.detail) return typeof data.detail === "string" ? data.detail : JSON.stringify(data.detail);
     return fallback;
   }
-  // One turn over /agent/stream: the reply grows in a pending bubble as the model writes it ({"delta"} events),
-  // then the turn's object (answer, thread_id, recalled …) completes it.
+  // One turn over /agent/stream: the reply grows in a pending bubble as the model writes it ({"delta"} events;
+  // a {"reset"} event empties it), then the turn's object (answer, thread_id, recalled …) completes it.
   async function send(text) {
     const headers = { "content-type": "application/json" };
     await ready;
@@ -152,7 +152,10 @@ PAGE = """<!doctype html>
         }
         if (event !== "data" || !data) continue;
         const chunk = JSON.parse(data);
-        if (typeof chunk.delta === "string") {
+        if (chunk.reset) {  // the text so far is withdrawn (the model broke off): what follows replaces it
+          written = "";
+          if (bubble) bubble = show("assistant pending", written, null, bubble);
+        } else if (typeof chunk.delta === "string") {
           written += chunk.delta;
           bubble = show("assistant pending", written, null, bubble);
         } else {

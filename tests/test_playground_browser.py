@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from mneme.evaluation.bench_store import free_port
-from mneme.testing import FakeOpenAIServer
+from mneme.testing import Cut, FakeOpenAIServer
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 BROWSER_DIR = Path(__file__).parent / "browser"
@@ -122,3 +122,21 @@ def test_the_playground_shows_a_streamed_reply(serve: Any, tmp_path: Path) -> No
     for step in seen["steps"]:
         # the streamed text, completed by the turn (the "recalled" details follow it in the bubble)
         assert step["reply"].startswith("你的猫叫豆豆，是一只橘猫。") and not step["error"], step
+
+
+def test_the_playground_replaces_a_broken_off_answer_with_the_labelled_memory_reply(serve: Any, tmp_path: Path) -> None:
+    half = "Your cat is called PARTIAL and she"
+
+    def reply(body: dict[str, Any]) -> Any:
+        if body.get("tools") or body.get("response_format"):
+            return {}
+        return Cut(after=4, text=f"{half} more words", chunked=True)  # every answer breaks off midway
+
+    with FakeOpenAIServer(handler=reply) as llm:
+        url = serve(tmp_path / "data", OPENAI_BASE_URL=llm.url, MNEME_CHAT_MODEL="fake-model")
+        seen = _chat(url, tmp_path / "broken.png")
+    for step in seen["steps"]:
+        # the bubble holds the labelled memory reply, never the half answer (nor the half plus the reply)
+        assert step["reply"].startswith("[对话模型暂时不可用：以下根据记忆回答]"), step
+        assert "PARTIAL" not in " ".join(step["shown"]) and "model unavailable" in step["error"], step
+    assert "豆豆" in seen["steps"][2]["reply"]  # recalled in a new thread, from memory
