@@ -6,10 +6,18 @@ A cue right after a negator (不/没/没有/别/未 within three characters of t
 a negated positive cue counts as a mild negative ("不开心", "not happy"). An intensifier just before a
 cue (很/非常/特别/太/超/好/真; very/so/really/extremely) multiplies it by 1.5.
 
-The label is ``negative`` when the negative total reaches ``NEGATIVE_THRESHOLD`` (0.6) and exceeds the
-positive total; ``positive`` likewise; else ``neutral``. So one plain distress word ("I'm sad", "我好焦虑")
-is enough, while "我讨厌香菜" (0.3, a dislike, not distress) is not. ``score`` is the label's intensity,
-``1 - exp(-total)``, in [0, 1) (0 for neutral). Words inside a title (《百年孤独》) are not cues.
+A distress word inside a relief frame is not distress: "stress relief", "de-stress", "my stress-buster",
+"helps me with anxiety", "减压", "缓解焦虑", "走出了失恋的阴影" name what takes a bad feeling away (unless
+that frame is itself negated: "I can't relieve my stress", "没法缓解焦虑" stay negative).
+
+The label is ``negative`` when the negative total reaches ``NEGATIVE_THRESHOLD`` (0.6) and outweighs the
+positive total by at least one intensification step (``DOMINANCE`` = the intensifier's 1.5); ``positive``
+likewise; feelings of both kinds with neither dominating are ``mixed`` ("a mix of excited and scared",
+"又兴奋又紧张"), as is any text that says it holds both (又…又, 既…又, 喜忧参半, "mixed feelings", "both …
+and …") with cues of both kinds: ambivalence about something new is not distress. Otherwise ``neutral``.
+So one plain distress word ("I'm sad", "我好焦虑") is enough, while "我讨厌香菜" (0.3, a dislike, not distress)
+is not. ``score`` is the label's intensity, ``1 - exp(-total)``, in [0, 1) (0 for neutral; the stronger
+side for mixed). Words inside a title (《百年孤独》) are not cues.
 """
 
 from __future__ import annotations
@@ -20,11 +28,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-Label = Literal["negative", "positive", "neutral"]
+Label = Literal["negative", "positive", "mixed", "neutral"]
 
 NEGATIVE_THRESHOLD = 0.6
 POSITIVE_THRESHOLD = 0.6
 _INTENSIFY = 1.5
+DOMINANCE = _INTENSIFY
+"""How much one side must outweigh the other to decide the tone: one intensifier's worth ("really scared
+and excited" is negative, "excited and scared" is mixed)."""
 _NEGATED_POSITIVE = 0.7  # "不开心" is negative, a little weaker than "难过"
 
 
@@ -80,6 +91,30 @@ _EN_POSITIVE: list[tuple[str, float]] = [
     (r"awesome", 0.7), (r"relieved", 0.7), (r"proud", 0.7), (r"grateful", 0.7), (r"thrilled", 0.9),
     (r"love", 0.3), (r"enjoy(?:ed|ing)?", 0.3), (r"like", 0.2), (r"promoted", 0.7), (r"fantastic", 0.8),
 ]
+# A relief frame: a bad feeling named as what something takes away. The whole frame is one span, so its
+# distress word is not a cue.
+_EN_DISTRESS = (r"(?:stress\w*|anxi\w*|worr\w*|tension|fears?|nerves|insomnia|loneliness|sadness|depression|"
+                r"frustration|anger|panic|grief|sorrow|pain)")
+_EN_RELIEF = re.compile(
+    r"(?<![a-z'])(?:"
+    r"de-?stress\w*|stress[- ]?(?:relie\w*|bust\w*|fix\w*|free|less|release\w*|management|ball)"
+    r"|anti-?(?:anxiety|stress|depress\w*)"
+    r"|(?:relie(?:ve[sd]?|ving|f)|reduc(?:e[sd]?|ing)|eas(?:e[sd]?|ing)|releas(?:e[sd]?|ing)|get(?:ting)? rid of"
+    r"|shak(?:e|es|ing) off|free (?:of|from)|(?:help(?:s|ed|ing)?) (?:me |us |you |them )?(?:with|against))"
+    rf"\s+(?:(?:my|the|some|of|all|that|your|our|their|a|any|bit|lot|little|from|with|her|his)\s+){{0,3}}"
+    rf"{_EN_DISTRESS}"
+    rf"|{_EN_DISTRESS}\s+(?:\w+\s+){{0,2}}(?:vanish\w*|disappear\w*|melt\w* away|fad(?:e|es|ed|ing) away)"
+    r")(?![a-z])")
+_ZH_RELIEF = re.compile(
+    r"减压|解压|舒压|释压"
+    r"|(?:缓解|减轻|释放|排解|驱散|赶走|摆脱|走出|战胜|克服|治好|治愈|告别|化解|消除|抚平)了?"
+    r"(?:我的|心中的|心里的|内心的|一些|一点|不少)?"
+    r"(?:压力|焦虑|紧张|孤独|寂寞|失眠|抑郁|恐惧|害怕|悲伤|难过|烦恼|烦躁|郁闷|痛苦|伤心|失恋的?阴影|阴影)")
+# Saying one holds both feelings at once.
+_MIXED = re.compile(
+    r"又[^，。！？；,.!?;\n]{1,6}又|既[^，。！？；,.!?;\n]{1,6}又|一边[^，。！？；,.!?;\n]{1,8}一边|喜忧参半|悲喜交加|百感交集"
+    r"|mixed feelings|(?<![a-z])a mix of(?![a-z])|bittersweet|(?<![a-z])both(?![a-z]).{1,40}(?<![a-z])and(?![a-z])"
+    r"|at the same time")
 # fmt: on
 
 _ZH_NEGATORS = re.compile(r"[不没别未无莫]")
@@ -146,6 +181,16 @@ def detect_emotion(text: str) -> Emotion:
     cues: dict[str, list[str]] = {"negative": [], "positive": []}
     taken = bytearray(len(lowered))  # one cue per character: "压力很大" is not also "很大"
     has = {True: _HAS_LATIN.search(lowered) is not None, False: _HAS_CJK.search(lowered) is not None}
+    for english, frame in ((True, _EN_RELIEF), (False, _ZH_RELIEF)):
+        if not has[english]:
+            continue
+        for m in frame.finditer(lowered):
+            taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
+            if _modifiers(lowered, m.start(), english)[0]:  # "can't relieve my stress": the stress stays
+                table = 2 if english else 0
+                for hit in _TABLES[table][0].finditer(m.group()):
+                    totals["negative"] += _weight(table, hit.group())
+                    cues["negative"].append(text[m.start() + hit.start() : m.start() + hit.end()])
     for table, (rx, _, english, polarity) in enumerate(_TABLES):
         if not has[english]:
             continue
@@ -164,9 +209,17 @@ def detect_emotion(text: str) -> Emotion:
                 continue
             totals[polarity] += w
             cues[polarity].append(cue)
-    neg, pos = totals["negative"], totals["positive"]
-    if neg >= NEGATIVE_THRESHOLD and neg > pos:
-        return Emotion("negative", round(1 - math.exp(-neg), 4), cues["negative"])
-    if pos >= POSITIVE_THRESHOLD and pos > neg:
-        return Emotion("positive", round(1 - math.exp(-pos), 4), cues["positive"])
+    return _decide(totals["negative"], totals["positive"], cues, said_mixed=_MIXED.search(lowered) is not None)
+
+
+def _decide(neg: float, pos: float, cues: dict[str, list[str]], *, said_mixed: bool) -> Emotion:
+    """The label for the two totals (see the module docstring)."""
+    both = neg > 0 and pos > 0
+    if not (said_mixed and both):
+        if neg >= NEGATIVE_THRESHOLD and neg >= DOMINANCE * pos:
+            return Emotion("negative", round(1 - math.exp(-neg), 4), cues["negative"])
+        if pos >= POSITIVE_THRESHOLD and pos >= DOMINANCE * neg:
+            return Emotion("positive", round(1 - math.exp(-pos), 4), cues["positive"])
+    if both and max(neg, pos) >= min(NEGATIVE_THRESHOLD, POSITIVE_THRESHOLD):
+        return Emotion("mixed", round(1 - math.exp(-max(neg, pos)), 4), cues["negative"] + cues["positive"])
     return Emotion("neutral", 0.0, cues["negative"] + cues["positive"])

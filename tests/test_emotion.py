@@ -86,3 +86,56 @@ def test_mixed_tone_goes_to_the_stronger_side() -> None:
 def test_a_word_inside_a_title_is_not_a_feeling() -> None:
     assert detect_emotion("我在图书馆发现了一本小说，叫《百年孤独》").label == "neutral"
     assert detect_emotion("读完《百年孤独》我很孤独").cues == ["孤独"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Dance is pretty much my go-to for stress relief.",
+        "I've been running farther to de-stress, which has been great for my headspace.",
+        "It's been my stress-buster since childhood!",
+        "Meditation helps me with my anxiety",
+        "My stress just melts away when I paint",
+        "跑步是我最好的减压方式",
+        "听音乐能缓解焦虑",
+        "我终于走出了失恋的阴影",
+    ],
+)
+def test_a_bad_feeling_named_as_what_something_relieves_is_not_distress(text: str) -> None:
+    emotion = detect_emotion(text)
+    assert emotion.label != "negative", emotion
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I can't relieve my stress", "Nothing helps with my anxiety", "我没法缓解焦虑，每天都很难受",
+     "我最近压力很大，想找个办法减压"],
+)
+def test_relief_that_fails_or_is_only_wanted_leaves_the_distress(text: str) -> None:
+    assert detect_emotion(text).label == "negative"
+
+
+NEG_WORDS = {"scared", "sad", "紧张", "害怕", "不安"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm a mix of excited and scared to get into fashion",
+        "I'm excited and scared about the move",
+        "I have mixed feelings: happy to graduate, sad to leave my friends",
+        "我又兴奋又紧张，明天第一天上班",
+        "既期待又害怕",
+        "要搬去新城市了，开心又有点不安",
+    ],
+)
+def test_feelings_of_both_kinds_are_mixed_not_negative(text: str) -> None:
+    emotion = detect_emotion(text)
+    assert emotion.label == "mixed" and emotion.score > 0, emotion
+    assert {"negative", "positive"} == {("negative" if c in NEG_WORDS else "positive") for c in emotion.cues}
+
+
+@pytest.mark.parametrize("text", ["I'm excited but really scared", "有点期待，但我真的非常害怕",
+                                  "我很兴奋，但更多的是焦虑和难过"])
+def test_one_side_outweighing_the_other_by_an_intensifier_decides(text: str) -> None:
+    assert detect_emotion(text).label == "negative"
