@@ -7,8 +7,9 @@ an index or a clock, so the maths can be tested and reused (evaluation, other st
 
 The score of a candidate, in order: each channel normalised over the pool (dense min-max, keyword by its
 maximum), fused ``(1 - keyword_weight)·dense + keyword_weight·keyword``; plus ``time_weight`` × the affinity
-to a time window the query names; times the weight of its source (memory or document; weight 0 drops the
-source); bent by the bounded forgetting curve (memories only); dropped below ``score_floor``.
+to a time window the query names (by the record's own time or the time it tells of, ``eventtime``); times
+the weight of its source (memory or document; weight 0 drops the source); bent by the bounded forgetting
+curve (memories only); dropped below ``score_floor``.
 
 ``RecallOptions`` is the one definition of the recall knobs: the graph's ``Context`` (run settings)
 extends it, so a knob is declared and described once.
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mneme.memory.base import Kind, MemoryRecord
+from mneme.memory.eventtime import event_affinity, span_of
 from mneme.memory.forgetting import ForgettingPolicy, combine, retention
 from mneme.memory.fusion import count_tokens, fit_budget, mmr
 from mneme.memory.relevance import relevant
@@ -137,6 +139,9 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
             signals["relevant"] = 1.0 if ok else 0.0
         if window is not None:
             affinity = time_affinity(rec.created_at, window)
+            event = span_of(rec.metadata)
+            if event is not None:  # what it tells of may lie elsewhere in time than when it was said
+                affinity = max(affinity, event_affinity(event, window))
             relevance += options.time_weight * affinity
             signals["time"] = affinity
         is_doc = rec.kind == Kind.DOCUMENT

@@ -33,6 +33,9 @@ from mneme.memory.base import (
     clean_text,
     validate_tenant,
 )
+from mneme.memory.eventtime import END as EVENT_END
+from mneme.memory.eventtime import START as EVENT_START
+from mneme.memory.eventtime import event_span
 from mneme.memory.forgetting import ForgettingPolicy
 from mneme.memory.indexed import IndexedStore
 from mneme.memory.indexing import context_of, search_text
@@ -444,6 +447,10 @@ class MemoryService:
         repeat = bool(plan.content_hash) and ((user_id, plan.content_hash) in batch.hashes
                                               or self._has_hash(user_id, plan.content_hash))
         meta: dict[str, Any] = {"content_hash": plan.content_hash, "language": plan.language}
+        # when what it tells happened ("上周末…", "two weekends ago"), if not the day it was said
+        event = event_span(request.user_text, now, reply=request.assistant_text)
+        if event is not None:
+            meta[EVENT_START], meta[EVENT_END] = event
         for kind, n in plan.redactions.items():
             meta[f"redacted_{kind}"] = n
         if plan.fallback:

@@ -11,6 +11,7 @@ Conventions, chosen to be predictable:
   recent one on or before today. An explicit year is taken as written, even in the future.
 - Weeks run Monday to Sunday. 上周 / "last week" is the previous calendar week; 上周三 is that week's
   Wednesday, but "last Monday" is the most recent Monday before today (English usage differs).
+- "N weekends ago" / N个周末前 is the Saturday and Sunday N weeks back (1 = last weekend = 上周末).
 - "N days ago" / N天前 is that one day; "N weeks/months/years ago" the calendar week/month/year that
   contains the day N units back. "a few days ago" / 几天前 / 前几天 is the 7 days before today.
 - Seasons are the northern meteorological ones (spring = March to May … winter = December to February):
@@ -325,6 +326,17 @@ def _weekend(n: int) -> Handler:
     return _fixed(span)
 
 
+def _zh_weekends_ago(m: re.Match[str], today: date) -> Span | None:
+    """两个周末前 / 3个周末以前: the weekend that many weeks back (一个周末前 = 上周末)."""
+    n = _int(m, "n")
+    return _weekend(n)(m, today) if n else None
+
+
+def _en_weekends_ago(m: re.Match[str], today: date) -> Span | None:
+    """"two weekends ago": the weekend that many weeks back ("a weekend ago" = last weekend)."""
+    return _weekend(_en_n(m))(m, today)
+
+
 _SEASON_START = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12,
                  "春": 3, "夏": 6, "秋": 9, "冬": 12}
 """First month of each (northern, meteorological) season: three months from there; winter runs into next year."""
@@ -370,6 +382,7 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         (r"几天前|前几天|這幾天前", _fixed(_few_days)),
         (rf"(?:最近|过去|過去|近)\s*(?P<n>{_N})\s*(?P<u>天|周|个星期|個星期|星期|个月|個月)", _zh_rolling),
         (rf"(?P<rel>上上|上|这|這|本)?个?{_WEEK_ZH}(?P<wd>[一二三四五六日天])", _zh_weekday),
+        (rf"(?P<n>{_N})\s*个?周末(?:以)?前", _zh_weekends_ago),
         (r"上上周末|上上个?周末", _weekend(2)),
         (r"上周末|上个?周末", _weekend(1)),
         (r"上上周|上上个?(?:星期|礼拜)", _weeks_back(2)),
@@ -405,6 +418,7 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         (r"(?i)\b(?:(?P<rel>last|this)\s+|(?:in|during|over)\s+the\s+)(?P<s>spring|summer|autumn|fall|winter)\b",
          _season),
         (r"(?i)\blast\s+weekend\b", _weekend(1)),
+        (rf"\b{_EN_N}\s+(?i:weekends?)\s+(?i:ago)\b", _en_weekends_ago),
         (r"(?i)\b(?:the\s+)?week\s+before\s+last\b", _weeks_back(2)),
         (rf"(?i:\b(?:in\s+)?the\s+)?\b(?i:last|past)\s+(?:{_EN_N}\s+)?(?P<u>(?i:days?|weeks?|months?))\b", _en_rolling),
         (r"(?i)\b(?:last|previous)\s+week\b", _weeks_back(1)),

@@ -253,3 +253,13 @@ def test_seasons(query, expected):
 @pytest.mark.parametrize("query", ["The fall of Rome", "I fall asleep early", "a spring in the garden"])
 def test_seasons_need_a_season_reading(query):
     assert parse_time_window(query, NOW) is None
+
+
+def test_weekends_ago_zh_and_en():
+    # NOW is Thursday 14 March 2024: last weekend is 9-10 March
+    assert span("一个周末前") == span("上周末") == (date(2024, 3, 9), date(2024, 3, 11), "range")
+    assert span("两个周末前我们去露营了") == (date(2024, 3, 2), date(2024, 3, 4), "range")
+    assert span("3个周末以前") == (date(2024, 2, 24), date(2024, 2, 26), "range")
+    assert span("one weekend ago") == span("last weekend")
+    assert span("we went camping two weekends ago") == (date(2024, 3, 2), date(2024, 3, 4), "range")
+    assert span("the weekends are busy") is None and span("周末前我得交报告") is None

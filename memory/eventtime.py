@@ -1,0 +1,76 @@
+"""Event time: when what a memory tells happened, as opposed to when it was said.
+
+"I went camping two weekends ago", said on 17 July, tells of the weekend of 8-9 July; "上周末我们去露营了",
+said on a Monday, of the Saturday and Sunday before. A question that names a time ("When did Melanie go camping
+in July?", "我上周末干什么了？") should find the turn that tells of that time, whenever it was said.
+
+At write time ``event_span`` reads the first time expression in the user's words, else in the reply
+(``timewindow``'s parser, anchored at the moment they were said), and keeps the span it names when it lies outside
+the day the words were said (today, "this week" add nothing to the record's own time); the span is stored with the
+record (``event_start`` / ``event_end`` metadata). At recall, ``event_affinity`` is the query window's
+``time_affinity`` averaged over that span (an event "last year" is about a twelfth inside "in June"; a year next to
+the window gains almost nothing, a weekend next to it about what a day would). Ranking takes the better of the
+record's own time and its event time, so a mention can only gain from it.
+
+Known limit: the parser reads a date without a year as the latest such date not after the moment said, so a
+plan ("5月20日我要去北京", said on 10 May) gets last year's 20 May as its event span.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from mneme.memory.timewindow import DAY, TimeWindow, parse_time_window
+
+START, END = "event_start", "event_end"
+"""The metadata keys of a record's event span (POSIX seconds, ``[start, end)``)."""
+
+
+def event_span(text: str, said_at: float, *, reply: str = "") -> tuple[float, float] | None:
+    """The span of time ``text`` tells of, said at ``said_at`` (else the span ``reply`` names: "你上周末去爬山了？");
+    None when they name none, or only the day it was said (or a span around it: this week, this year)."""
+    found = _span(text, said_at)
+    return found if found is not None or not reply else _span(reply, said_at)
+
+
+def _span(text: str, said_at: float) -> tuple[float, float] | None:
+    window = parse_time_window(text, said_at)
+    if window is None or window.contains(said_at) or window.end <= window.start:
+        return None
+    if window.start <= said_at - said_at % DAY < window.end:  # the day it was said ("今天", "this morning")
+        return None
+    return window.start, window.end
+
+
+def span_of(metadata: Mapping[str, Any]) -> tuple[float, float] | None:
+    """A record's stored event span, if it has a valid one."""
+    start, end = metadata.get(START), metadata.get(END)
+    if not isinstance(start, int | float) or not isinstance(end, int | float):
+        return None
+    if not (math.isfinite(start) and math.isfinite(end)) or end <= start:
+        return None
+    return float(start), float(end)
+
+
+def event_affinity(span: tuple[float, float], window: TimeWindow, *, decay_days: float = 3.0) -> float:
+    """How well an event over ``span`` falls in ``window``, in [0, 1]: ``timewindow.time_affinity`` averaged over
+    the span (the event's moment taken as uniform over it). A span inside the window scores 1; "last year" scores
+    about 1/12 for "in June"; a weekend just outside a window decays as a day would (``decay_days <= 0``: the
+    share inside only)."""
+    start, end = span
+    length = end - start
+    if length <= 0:
+        return 0.0
+    inside = max(0.0, min(end, window.end) - max(start, window.start))
+    total = inside
+    if decay_days > 0:
+        tau = decay_days * DAY
+        if start < window.start:  # the part before the window, from distance a to b before its start
+            a, b = max(window.start - min(end, window.start), 0.0), window.start - start
+            total += tau * (math.exp(-a / tau) - math.exp(-b / tau))
+        if end > window.end:  # the part after the window
+            a, b = max(max(start, window.end) - window.end, 0.0), end - window.end
+            total += tau * (math.exp(-a / tau) - math.exp(-b / tau))
+    return min(1.0, max(0.0, total / length))

@@ -1,0 +1,117 @@
+"""Event time (``memory/eventtime.py``): a memory is found for the time it tells of, not only when it was said.
+
+Unit tests of the span read from the words (zh and en, "N weekends ago" / "N个周末前"), of the affinity
+averaged over a span, and the whole path: a turn said eleven days after the weekend it tells of comes first for a
+question naming that weekend's Saturday, ahead of turns said on other days with the same words.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mneme.clock import FixedClock
+from mneme.memory.eventtime import END, START, event_affinity, event_span, span_of
+from mneme.memory.inprocess import InProcessStore
+from mneme.memory.keyword import KeywordIndex
+from mneme.memory.ranking import RecallOptions
+from mneme.memory.service import MemoryService
+from mneme.memory.timewindow import DAY, TimeWindow, parse_time_window
+from mneme.testing import FakeEmbeddings
+
+WED_20 = datetime(2024, 3, 20, 19, 0, tzinfo=UTC).timestamp()  # a Wednesday evening
+
+
+def days(span: tuple[float, float] | None) -> tuple[date, date] | None:
+    if span is None:
+        return None
+    return datetime.fromtimestamp(span[0], UTC).date(), datetime.fromtimestamp(span[1], UTC).date()
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("两个周末前我们全家去山里露营了", (date(2024, 3, 9), date(2024, 3, 11))),
+    ("I went camping with my family two weekends ago.", (date(2024, 3, 9), date(2024, 3, 11))),
+    ("a couple of weekends ago we hiked", (date(2024, 3, 9), date(2024, 3, 11))),
+    ("上周末我去看了周杰伦的演唱会", (date(2024, 3, 16), date(2024, 3, 18))),
+    ("Lost my job as a banker yesterday", (date(2024, 3, 19), date(2024, 3, 20))),
+    ("我三天前读完了《活着》", (date(2024, 3, 17), date(2024, 3, 18))),
+    ("去年夏天我在青岛学会了游泳", (date(2023, 6, 1), date(2023, 9, 1))),
+])
+def test_the_span_a_turn_tells_of(text: str, expected: tuple[date, date]) -> None:
+    assert days(event_span(text, WED_20)) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "今天我去公园跑了一个小时", "I ran this morning", "这周我一直在加班", "this week was busy",
+    "我有两个孩子", "Mondays are hard", "",
+])
+def test_no_span_when_the_words_name_no_time_or_only_the_day_they_were_said(text: str) -> None:
+    assert event_span(text, WED_20) is None
+
+
+def test_the_reply_is_read_when_the_user_names_no_time() -> None:
+    assert days(event_span("还不错", WED_20, reply="你上周末去爬山了，感觉怎么样？")) == \
+        (date(2024, 3, 16), date(2024, 3, 18))
+    assert days(event_span("I went hiking yesterday", WED_20, reply="Last weekend too?")) == \
+        (date(2024, 3, 19), date(2024, 3, 20))  # the user's own words come first
+
+
+def test_affinity_is_the_time_affinity_averaged_over_the_span() -> None:
+    day9 = parse_time_window("3月9日", WED_20)
+    assert day9 is not None
+    weekend = event_span("两个周末前", WED_20)
+    assert weekend is not None
+    # half the weekend is the 9th (1.0); the other half is within a day after it: exp(-d/3) averaged over d in [0, 1]
+    assert event_affinity(weekend, day9) == pytest.approx(0.5 + 0.5 * 3 * (1 - 2.718281828 ** (-1 / 3)), rel=1e-6)
+    june = TimeWindow(datetime(2023, 6, 1, tzinfo=UTC).timestamp(), datetime(2023, 7, 1, tzinfo=UTC).timestamp(), "6月")
+    last_year = event_span("去年我换了工作", WED_20)
+    assert last_year is not None
+    assert 30 / 365 < event_affinity(last_year, june) < 30 / 365 + 0.02  # a month's share, plus a little decay
+    next_year = (datetime(2024, 1, 1, tzinfo=UTC).timestamp(), datetime(2025, 1, 1, tzinfo=UTC).timestamp())
+    assert event_affinity(next_year, TimeWindow(next_year[0] - 365 * DAY, next_year[0], "2023")) < 0.01
+
+
+@given(st.floats(0, 1000), st.floats(0.01, 400), st.floats(0, 1000), st.floats(0.5, 400), st.floats(0, 10))
+def test_affinity_is_in_the_unit_interval_and_one_inside(start: float, length: float, wstart: float,
+                                                        wlength: float, decay: float) -> None:
+    span = (start * DAY, (start + length) * DAY)
+    window = TimeWindow(wstart * DAY, (wstart + wlength) * DAY, "w")
+    a = event_affinity(span, window, decay_days=decay)
+    assert 0.0 <= a <= 1.0
+    if window.start <= span[0] and span[1] <= window.end:
+        assert a == pytest.approx(1.0)
+
+
+def test_stored_spans_are_read_back_only_when_valid() -> None:
+    assert span_of({START: 1.0, END: 2.0}) == (1.0, 2.0)
+    assert span_of({START: 2.0, END: 1.0}) is None
+    assert span_of({START: "x", END: 2.0}) is None
+    assert span_of({}) is None
+
+
+CASES = {
+    "zh": ("两个周末前我们全家去山里露营了，晚上看到了很多星星。", "3月9号那天我们全家做了什么？",
+           ["我们全家去湖边钓鱼了，钓到三条鱼。", "我们全家一起看了一场电影。", "我们全家去奶奶家吃了饭。"]),
+    "en": ("We went camping in the mountains as a family two weekends ago and saw lots of stars.",
+           "What did we do as a family on March 9?",
+           ["We went fishing at the lake as a family and caught three fish.",
+            "We watched a movie together as a family.", "We had dinner at grandma's as a family."]),
+}
+
+
+@pytest.mark.parametrize("lang", sorted(CASES))
+def test_a_turn_is_found_for_the_weekend_it_tells_of(lang: str) -> None:
+    told, question, others = CASES[lang]
+    service = MemoryService(InProcessStore(FakeEmbeddings()), keyword=KeywordIndex(None),
+                            clock=FixedClock(WED_20 + 7 * DAY))
+    for n, text in enumerate(others):  # the same family, other days (two of them the very day it was told)
+        service.remember_turn("u", user_text=text, assistant_text="", thread_id=f"o{n}",
+                              now=WED_20 - (n - 1) * 3600.0 * (1 if n else 24 * 4))
+    service.remember_turn("u", user_text=told, assistant_text="", thread_id="t", now=WED_20)
+    got = service.recall("u", question, options=RecallOptions(k=4, reinforce=False, neighbour_share=0.0))
+    assert got[0].text.removeprefix("user: ") == told
+    assert got[0].signals["time"] > 0.9  # said eleven days after the 9th: by its own time it would be ~0.03
+    assert all(it.signals["time"] < 0.3 for it in got[1:])
