@@ -72,6 +72,7 @@ from mneme.memory.base import (
     Where,
     validate_tenant,
 )
+from mneme.memory.heap import release_free_memory
 from mneme.memory.indexing import search_text
 from mneme.memory.records import (
     check_ids,
@@ -84,7 +85,7 @@ from mneme.memory.records import (
 )
 from mneme.memory.stamps import SERVER_MAX_AGE, ChangeStamps, Stamp, StampRow, with_field
 from mneme.memory.tenancy import matches, normalize_where, scoped_where
-from mneme.memory.vector_cache import Loaded, Patch, Snapshot, VectorCache, normalized
+from mneme.memory.vector_cache import Loaded, PackedRows, Patch, Snapshot, VectorCache, normalized
 
 KIND_COLLECTIONS: dict[Kind, str] = {
     Kind.DOCUMENT: "documents",
@@ -650,9 +651,10 @@ def _key(col: Collection, tenant: str) -> tuple[str, str]:
     return (str(col.id), tenant)
 
 
-LOAD_PAGE = 5000
-"""Rows per ``get`` when loading a tenant (Chroma fails a read of tens of thousands of rows with documents and
-metadata: "too many SQL variables")."""
+LOAD_PAGE = 2000
+"""Rows per ``get`` when loading a tenant. Chroma fails a read of tens of thousands of rows with documents and
+metadata ("too many SQL variables"), and each page costs ~40 KB per row while it is read (Chroma's buffers and
+the Python lists it returns, embeddings as float64): 2,000 rows keep that under ~80 MB."""
 
 
 class _LoadRaced(Exception):
@@ -662,26 +664,45 @@ class _LoadRaced(Exception):
 def _load_rows(col: Collection, tenant: str, moved: Callable[[], bool] | None = None) -> Loaded:
     """All ids, embeddings, texts and metadata of ``tenant`` in ``col``: scoped ``get``s of ``LOAD_PAGE`` rows.
 
-    Page by page, each page's embeddings (float64 as Chroma returns them) become unit float32 rows at once,
-    so a large tenant never holds its whole matrix twice or in float64 (100k rows: 200 MB, not ~1 GB).
+    Built to keep a large tenant's peak memory near what the cache then holds: each page's embeddings become
+    unit float32 rows written straight into one matrix (sized by an ids-only read when there is more than
+    one page, so the matrix is never held twice), its rows are packed (``PackedRows``) and the page's
+    transient memory is returned to the OS (``heap.release_free_memory``) before the next page is read.
     One page is one consistent read. Several are not, if another process deletes rows meanwhile: then
     ``moved()`` (server mode: did the key's stamp change?) is asked afterwards, and ``_LoadRaced`` raised if so.
     """
     ids: list[str] = []
-    pages: list[Any] = []
-    rows: list[tuple[str, Mapping[str, Any]]] = []
+    matrix: Any = None
+    rows = PackedRows()
     while True:
         hits = _Hits.of(col.get(where=_scope(tenant, None), limit=LOAD_PAGE, offset=len(ids),
                                 include=["embeddings", "documents", "metadatas"]))
-        ids += hits.ids
         if hits.vectors:
-            pages.append(normalized(hits.vectors))
-        rows += [(text or "", meta) for text, meta in zip(hits.texts, hits.metas, strict=True)]
-        if len(hits.ids) < LOAD_PAGE:
+            page = normalized(hits.vectors)
+            if matrix is None:
+                # one page, or the first of many: size the matrix for all (ids only: cheap)
+                total = len(hits.ids) if len(hits.ids) < LOAD_PAGE else \
+                    len(col.get(where=_scope(tenant, None), include=[])["ids"])
+                matrix = np.empty((max(total, len(hits.ids)), page.shape[1]), dtype=np.float32)
+            if len(ids) + len(hits.ids) > matrix.shape[0]:  # rows added meanwhile (another writer)
+                matrix = _grown(matrix, len(ids) + len(hits.ids))
+            matrix[len(ids) : len(ids) + len(hits.ids)] = page
+        ids += hits.ids
+        rows.extend((text or "", meta) for text, meta in zip(hits.texts, hits.metas, strict=True))
+        full = len(hits.ids) == LOAD_PAGE
+        del hits
+        if full or len(ids) > LOAD_PAGE:
+            release_free_memory()
+        if not full:
             if len(ids) >= LOAD_PAGE and moved is not None and moved():
                 raise _LoadRaced(col.name)
-            vectors: Any = pages[0] if len(pages) == 1 else np.concatenate(pages) if pages else []
-            return ids, vectors, rows
+            return ids, matrix[: len(ids)] if matrix is not None else [], rows
+
+
+def _grown(matrix: Any, need: int) -> Any:
+    grown = np.empty((need, matrix.shape[1]), dtype=matrix.dtype)
+    grown[: matrix.shape[0]] = matrix
+    return grown
 
 
 def _patch_rows(col: Collection, tenant: str, row: StampRow, old: Stamp | None) -> Patch | None:

@@ -23,12 +23,13 @@ than the budget is not cached (search falls back to Chroma).
 
 from __future__ import annotations
 
+import marshal
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -42,10 +43,73 @@ Key = tuple[str, str]
 Matrix = npt.NDArray[np.float32]
 Row = tuple[str, Mapping[str, Any]]
 """A row's stored text and flat metadata, as Chroma returns them (read-only: never mutate one)."""
-Loaded = tuple[list[str], Any, list[Row]]
-"""What a loader returns: ids, their embeddings, their rows."""
+Loaded = tuple[list[str], Any, Sequence[Row]]
+"""What a loader returns: ids, their embeddings, their rows (a ``PackedRows`` is kept as it is)."""
 Patch = tuple[Sequence[str], Loaded]
 """What a patch returns: the ids changed since an entry's stamp, and the current rows of those that exist."""
+
+
+class PackedRows(Sequence[Row]):
+    """Rows kept as one ``marshal`` blob each, decoded only when read.
+
+    A row as Python objects (a text and a metadata dict of a dozen fields) costs ~2 KiB; packed, a few hundred
+    bytes. Search reads the rows of its few winners only, so a 100k-row tenant keeps ~50 MB of rows instead of
+    ~250 MB. Reading a row decodes a fresh ``(text, metadata)`` (~2 µs). Metadata holds Chroma's value types
+    (str, int, float, bool, None, lists of them), which ``marshal`` encodes exactly.
+    """
+
+    __slots__ = ("_blobs",)
+
+    def __init__(self, rows: Iterable[Row] = ()) -> None:
+        self._blobs: list[bytes] = [_pack(row) for row in rows]
+
+    def copy(self) -> PackedRows:
+        """A copy whose changes a reader of this one never sees."""
+        out = PackedRows()
+        out._blobs = list(self._blobs)
+        return out
+
+    def __len__(self) -> int:
+        return len(self._blobs)
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Row]: ...
+
+    def __getitem__(self, index: int | slice) -> Row | list[Row]:
+        if isinstance(index, slice):
+            return [_unpack(blob) for blob in self._blobs[index]]
+        return _unpack(self._blobs[index])
+
+    def append(self, row: Row) -> None:
+        """Add ``row`` at the end."""
+        self._blobs.append(_pack(row))
+
+    def extend(self, rows: Iterable[Row]) -> None:
+        """Add ``rows`` at the end, in order."""
+        self._blobs.extend(_pack(row) for row in rows)
+
+    def put(self, index: int, row: Row) -> None:
+        """Replace the row at ``index``."""
+        self._blobs[index] = _pack(row)
+
+    def take(self, positions: Sequence[int]) -> PackedRows:
+        """The rows at ``positions``, in that order."""
+        out = PackedRows()
+        out._blobs = [self._blobs[i] for i in positions]
+        return out
+
+
+def _pack(row: Row) -> bytes:
+    text, meta = row
+    return marshal.dumps((text, dict(meta)))
+
+
+def _unpack(blob: bytes) -> Row:
+    text, meta = marshal.loads(blob)  # noqa: S302 - our own blobs, made in this process by _pack
+    return text, meta
 
 
 def normalized(vectors: Any) -> Matrix:
@@ -76,9 +140,21 @@ def candidates(k: int) -> int:
     return max(4 * k, k + 256)
 
 
-def quantized(matrix: Matrix) -> npt.NDArray[np.int8]:
-    """Unit rows as int8 (scaled by 127; a unit vector's components lie in [-1, 1])."""
-    return np.clip(np.rint(matrix * 127.0), -127, 127).astype(np.int8)
+def quantized(matrix: Matrix, out: npt.NDArray[np.int8] | None = None) -> npt.NDArray[np.int8]:
+    """Unit rows as int8 (scaled by 127; a unit vector's components lie in [-1, 1]), written into ``out`` if
+    given. Converted a block of rows at a time: 100k rows at once would hold two float32 temporaries as large
+    as the matrix."""
+    if out is None:
+        out = np.empty(matrix.shape, dtype=np.int8)
+    for start in range(0, matrix.shape[0], _QUANT_BLOCK):
+        block = matrix[start : start + _QUANT_BLOCK] * np.float32(127.0)
+        np.rint(block, out=block)
+        np.clip(block, -127, 127, out=block)
+        out[start : start + _QUANT_BLOCK] = block
+    return out
+
+
+_QUANT_BLOCK = 4096
 
 
 def _int8_top(quant: npt.NDArray[np.int8], query: Matrix, count: int) -> npt.NDArray[np.int64]:
@@ -97,6 +173,7 @@ class Snapshot:
     ids: Sequence[str]
     vectors: Matrix
     rows: Sequence[Row] = ()
+    """Each row's ``(text, metadata)``: a ``PackedRows`` in a cache entry (decoded when read)."""
     quant: npt.NDArray[np.int8] | None = None
     """The rows as int8 (large entries only): a fast first pass for ``top``."""
 
@@ -126,12 +203,12 @@ class _Entry:
 
     __slots__ = ("ids", "index", "loaded", "matrix", "n", "quant", "rows", "stamp")
 
-    def __init__(self, ids: list[str], vectors: Matrix, rows: list[Row], stamp: Any = None) -> None:
+    def __init__(self, ids: list[str], vectors: Matrix, rows: Sequence[Row], stamp: Any = None) -> None:
         self.loaded = time.monotonic()
         self.ids = ids
         self.index = {rid: i for i, rid in enumerate(ids)}
         self.matrix = vectors
-        self.rows = rows
+        self.rows = rows if isinstance(rows, PackedRows) else PackedRows(rows)
         self.n = len(ids)
         self.stamp = stamp
         self.quant: npt.NDArray[np.int8] | None = None
@@ -143,7 +220,7 @@ class _Entry:
             self.quant = None
         elif self.quant is None or self.quant.shape[0] != self.matrix.shape[0]:
             quant = np.zeros(self.matrix.shape, dtype=np.int8)  # rows past n are spare capacity
-            quant[: self.n] = quantized(self.matrix[: self.n])
+            quantized(self.matrix[: self.n], out=quant[: self.n])
             self.quant = quant
 
     def snapshot(self) -> Snapshot:
@@ -161,19 +238,21 @@ class _Entry:
                 continue
             if not replaced:  # copy-on-write: a reader may hold the old rows
                 self.matrix = self.matrix.copy()
-                self.rows = list(self.rows)
+                self.rows = self.rows.copy()
                 if self.quant is not None:
                     self.quant = self.quant.copy()
                 replaced = True
             self.matrix[i] = vectors[j]
-            self.rows[i] = rows[j]
+            self.rows.put(i, rows[j])
             if self.quant is not None:
                 self.quant[i] = quantized(vectors[j : j + 1])[0]
         if not fresh:
             return
         need = self.n + len(fresh)
         if need > self.matrix.shape[0]:
-            grown = np.empty((max(need, 2 * self.matrix.shape[0], 16), vectors.shape[1]), dtype=np.float32)
+            # an eighth more room: amortised O(1) appends without doubling a 100k-row matrix for one row
+            room = max(need, self.matrix.shape[0] + self.matrix.shape[0] // 8, 16)
+            grown = np.empty((room, vectors.shape[1]), dtype=np.float32)
             grown[: self.n] = self.matrix[: self.n]
             self.matrix = grown
             if self.quant is not None:
@@ -191,7 +270,7 @@ class _Entry:
                 self.rows.append(rows[j])
                 self.n += 1
             else:
-                self.rows[i] = rows[j]
+                self.rows.put(i, rows[j])
             self.matrix[i] = vectors[j]
             if self.quant is not None:
                 self.quant[i] = quantized(vectors[j : j + 1])[0]
@@ -202,11 +281,11 @@ class _Entry:
         hit = [(self.index[rid], fields) for rid, fields in changes.items() if rid in self.index]
         if not hit:
             return
-        self.rows = list(self.rows)  # copy-on-write
+        self.rows = self.rows.copy()  # copy-on-write
         for i, fields in hit:
             text, meta = self.rows[i]
             merged = {**meta, **fields}
-            self.rows[i] = (text, {key: value for key, value in merged.items() if value is not None})
+            self.rows.put(i, (text, {key: value for key, value in merged.items() if value is not None}))
 
     def remove(self, ids: Sequence[str]) -> None:
         drop = {self.index[rid] for rid in ids if rid in self.index}
@@ -214,7 +293,7 @@ class _Entry:
             return
         keep = [i for i in range(self.n) if i not in drop]
         self.ids = [self.ids[i] for i in keep]
-        self.rows = [self.rows[i] for i in keep]
+        self.rows = self.rows.take(keep)
         self.matrix = self.matrix[keep].copy() if keep else self.matrix[:0].copy()
         self.quant = self.quant[keep].copy() if self.quant is not None and keep else None
         self.index = {rid: i for i, rid in enumerate(self.ids)}
@@ -284,7 +363,7 @@ class VectorCache:
                 return None
         ids, embeddings, rows = load()  # outside the lock: this is the slow Chroma read
         vectors = normalized(embeddings) if ids else np.zeros((0, 0), dtype=np.float32)
-        entry = _Entry(list(ids), vectors, list(rows), stamp)
+        entry = _Entry(list(ids), vectors, rows, stamp)
         snap = entry.snapshot()
         with self._lock:
             if self._versions.get(key, 0) != version:

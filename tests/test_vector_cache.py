@@ -497,3 +497,25 @@ def test_the_dense_bench_reports_both_scans_and_that_they_agree() -> None:
     assert out["int8_used"] and out["same_top_k_every_query"]
     assert out["float32_scan_ms"]["p95"] >= out["float32_scan_ms"]["p50"] > 0
     assert out["int8_first_pass_ms"]["p50"] > 0
+
+
+def test_cached_rows_are_packed_and_read_back_exactly() -> None:
+    from mneme.memory.vector_cache import PackedRows
+
+    meta = {"user_id": "张三", "created_at": 1.5, "access_count": 3, "flag": True, "key": "", "none": None}
+    rows = [("我每天早上喝绿茶", meta), ("hiking", {"user_id": "张三", "tags": ["a", "b"]})]
+    packed = PackedRows(rows)
+    assert len(packed) == 2 and packed[0] == rows[0] and packed[1] == rows[1] and packed[:] == rows
+    assert packed[0][1] is not meta  # a fresh dict on every read: a caller cannot change the cache
+    cache = VectorCache(100)
+    key = ("c", "张三")
+    vectors = _unit_rows(np.random.default_rng(4), 2, dim=8)
+    before = cache.snapshot(key, lambda: (["a", "b"], vectors, rows))
+    assert before is not None and isinstance(before.rows, PackedRows)
+    cache.update(key, {"a": {"access_count": 4, "flag": None}})
+    cache.upsert(key, ["c"], vectors[:1], [("猫在睡觉", {"user_id": "张三"})])
+    cache.remove(key, ["b"])
+    assert cache.rows_of(key, ["a", "b", "c"]) == {
+        "a": ("我每天早上喝绿茶", {"user_id": "张三", "created_at": 1.5, "access_count": 4, "key": ""}),
+        "c": ("猫在睡觉", {"user_id": "张三"})}
+    assert list(before.rows) == rows  # a snapshot taken before keeps the rows it saw
