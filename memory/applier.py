@@ -1,7 +1,8 @@
 """The journal's applier: one background thread that moves acknowledged turns into the memory store.
 
 It takes the oldest queued turns (up to ``batch_size``: whatever arrived while the previous batch was
-being stored), plans each (redaction again, emotion, extraction: the one model call of a turn), then
+being stored, and no sooner than ``batch_interval`` after that batch began), plans each (redaction again,
+emotion, extraction: the one model call of a turn), then
 stores them all with ONE embedding call and ONE store write (``MemoryService.store_turns``), and only
 then removes them from the journal. A crash anywhere in between replays the batch on the next start,
 writing the same record ids again (idempotent).
@@ -38,7 +39,7 @@ class JournalApplier:
     """Applies a ``WriteJournal`` to a ``MemoryService`` in batches, in a daemon thread."""
 
     def __init__(self, journal: WriteJournal, service: MemoryService, *, batch_size: int = 64,
-                 max_backoff: float = 8.0, give_up_after: int = 5) -> None:
+                 max_backoff: float = 8.0, give_up_after: int = 5, batch_interval: float = 0.2) -> None:
         self.journal = journal
         self.service = service
         self.batch_size = batch_size
@@ -57,6 +58,11 @@ class JournalApplier:
         self.touch_interval = 5.0
         """Seconds between writes of counted recalls: a user recalled many times costs one write per interval."""
         self._touched_at = 0.0
+        self.batch_interval = batch_interval
+        """Least seconds from one batch's start to the next one's while turns keep coming: a Chroma write costs
+        ~10 ms of CPU whatever its size, so under load turns gather into fewer, larger batches (read-your-writes
+        does not wait: recall searches the journal; other processes see a turn up to this much later)."""
+        self._batch_started = 0.0
         self._stop = threading.Event()
         self._running = threading.Event()
         self._running.set()
@@ -126,6 +132,11 @@ class JournalApplier:
                 self._apply_touches(now=self._draining)
                 self.journal.wait_for_entries(0.2)
                 continue
+            pause = self.batch_interval - (time.monotonic() - self._batch_started)
+            if pause > 0 and len(entries) < self.batch_size and not self._draining:
+                self._stop.wait(pause)  # let more turns arrive: one write for all of them
+                entries = self.journal.take(self.batch_size) or entries
+            self._batch_started = time.monotonic()
             self._busy = True
             try:
                 self._apply(entries)

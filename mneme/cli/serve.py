@@ -26,6 +26,8 @@ def register(subparsers: Any) -> None:
                    help="dev mode: user for requests without X-User-Id (demos and the playground only)")
     p.add_argument("--insecure-dev-auth", action="store_true",
                    help="allow dev mode (no keys, no JWT: the caller names the user) on a non-loopback host")
+    p.add_argument("--workers", type=int, default=1,
+                   help="server processes sharing the port (default 1); more than 1 needs MNEME_CHROMA_URL")
     p.set_defaults(func=run)
 
 
@@ -47,9 +49,11 @@ def run(args: argparse.Namespace) -> int:
     from mneme.config import Settings
     from mneme.cpu import limit_blas_threads
     from mneme.serve import create_app
+    from mneme.serve_workers import check_workers
     from mneme.server_info import local_url, new_admin_token, remove_server_file, write_server_file
 
     settings = Settings.from_env()
+    check_workers(args.workers, settings)
     limit_blas_threads(1)  # concurrent turns fill the cores; multi-threaded BLAS on tiny matrices only spins
     token = new_admin_token()
     authenticator = Authenticator.from_settings(settings, local_admin_token=token, default_user=args.default_user)
@@ -74,6 +78,32 @@ def run(args: argparse.Namespace) -> int:
             remove_server_file(settings.data_dir)
             await super().shutdown(sockets)
 
+    if args.workers > 1:
+        return _run_workers(args, settings, token)
     app = create_app(authenticator=authenticator, remote_dev_auth=args.insecure_dev_auth)
     Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="info")).run()
+    return 0
+
+
+def _run_workers(args: argparse.Namespace, settings: Any, token: str) -> int:
+    """``--workers N``: bind the port here, serve it from N worker processes (``mneme.serve_workers``)."""
+    import os
+
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    from mneme.serve_workers import APP, worker_environment
+    from mneme.server_info import local_url, remove_server_file, write_server_file
+
+    os.environ.update(worker_environment(admin_token=token, default_user=args.default_user,
+                                         insecure_dev_auth=args.insecure_dev_auth))
+    config = uvicorn.Config(APP, factory=True, host=args.host, port=args.port, workers=args.workers,
+                            log_level="info")
+    sock = config.bind_socket()
+    write_server_file(settings.data_dir, url=local_url(args.host, args.port), admin_token=token)
+    try:
+        Multiprocess(config, sockets=[sock]).run()
+    finally:
+        remove_server_file(settings.data_dir)
+        sock.close()
     return 0

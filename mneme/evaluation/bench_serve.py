@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,8 @@ class Phase:
     seconds: float = 0.0
     server_cpu_s: float = 0.0
     """CPU time the server process used during the phase (all its threads): less sensitive to other load."""
+    store_cpu_s: float | None = None
+    """Of ``server_cpu_s``, the part of a Chroma server the bench started (``--workers``), if any."""
     on_turn: Callable[[int], None] | None = None
     """Called after each turn (progress on a terminal)."""
 
@@ -62,12 +64,18 @@ class Phase:
             "p50_ms": round(percentile(self.latencies_ms, 50), 1),
             "p95_ms": round(percentile(self.latencies_ms, 95), 1),
             "server_cpu_ms_per_turn": round(1000 * self.server_cpu_s / done, 1) if done else 0.0,
+            **({"of_which_chroma_ms_per_turn": round(1000 * self.store_cpu_s / done, 1) if done else 0.0}
+               if self.store_cpu_s is not None else {}),
         }
 
 
 def start_server(data_dir: Path, *, chroma_url: str | None = None, timeout: float = 180.0,
-                 extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
-    """``mneme serve`` on a free port with only ``MNEME_DATA_DIR`` (and ``chroma_url``) set; its URL once healthy."""
+                 extra_env: dict[str, str] | None = None, workers: int = 1) -> tuple[subprocess.Popen[bytes], str]:
+    """``mneme serve`` on a free port with only ``MNEME_DATA_DIR`` (and ``chroma_url``) set; its URL once healthy.
+
+    ``workers`` > 1 starts ``mneme serve --workers N`` (needs ``chroma_url``); it is healthy once every worker
+    answers ``/healthz``.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MNEME_", "LANGSMITH_"))}
     env.update(MNEME_DATA_DIR=str(data_dir), LANGSMITH_TRACING="false", **(extra_env or {}))
     if chroma_url:
@@ -76,20 +84,51 @@ def start_server(data_dir: Path, *, chroma_url: str | None = None, timeout: floa
     data_dir.mkdir(parents=True, exist_ok=True)
     log = open(data_dir / "serve.log", "ab")  # noqa: SIM115 - the child owns it
     exe = str(Path(sys.executable).with_name("mneme"))
-    proc = subprocess.Popen([exe, "serve", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([exe, "serve", "--port", str(port), "--workers", str(workers)], env=env, stdout=log,
+                            stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"mneme serve exited with {proc.returncode}; see {data_dir / 'serve.log'}")
         try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200 and _workers_ready(data_dir, workers):
                 return proc, url
         except httpx.HTTPError:
             pass
         time.sleep(0.3)
     proc.kill()
     raise RuntimeError(f"mneme serve did not answer on {url} within {timeout:.0f}s")
+
+
+def _workers_ready(data_dir: Path, workers: int) -> bool:
+    """Whether every worker of ``mneme serve --workers N`` has started (uvicorn logs one line per worker)."""
+    if workers <= 1:
+        return True
+    try:
+        log = (data_dir / "serve.log").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return log.count("Application startup complete") >= workers
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (Linux ``/proc``): a ``mneme serve --workers N`` parent and its workers."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        todo.extend(children.get(current, []))
+    return out
 
 
 async def _client(http: httpx.AsyncClient, url: str, user: str, turns: int, phase: Phase) -> None:
@@ -116,26 +155,36 @@ async def _client(http: httpx.AsyncClient, url: str, user: str, turns: int, phas
             phase.failed += 1
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process ``pid`` so far (Linux ``/proc``; 0 elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def cpu_seconds(pid: int | Sequence[int]) -> float:
+    """User + system CPU time of process ``pid`` (or of several) so far (Linux ``/proc``; 0 elsewhere)."""
+    total = 0.0
+    for one in [pid] if isinstance(pid, int) else pid:
+        try:
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
-async def run_phase(url: str, *, clients: int, turns: int, tag: str, pid: int | None = None,
-                    on_turn: Callable[[int], None] | None = None) -> Phase:
-    """``clients`` concurrent users, ``turns`` turns each; latencies and acknowledged tokens."""
+async def run_phase(url: str, *, clients: int, turns: int, tag: str, pid: int | Sequence[int] | None = None,
+                    on_turn: Callable[[int], None] | None = None, store_pid: int | None = None) -> Phase:
+    """``clients`` concurrent users, ``turns`` turns each; latencies and acknowledged tokens.
+
+    ``pid``: the server's process(es), whose CPU time is measured; ``store_pid``: the one among them that is a
+    Chroma server (its share is reported apart).
+    """
     phase = Phase(clients=clients, turns=turns, on_turn=on_turn)
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     cpu = cpu_seconds(pid) if pid else 0.0
+    store_cpu = cpu_seconds(store_pid) if store_pid else 0.0
     async with httpx.AsyncClient(timeout=120, limits=limits) as http:
         start = time.perf_counter()
         await asyncio.gather(*(_client(http, url, f"bench-{tag}-{c}", turns, phase) for c in range(clients)))
         phase.seconds = time.perf_counter() - start
     phase.server_cpu_s = cpu_seconds(pid) - cpu if pid else 0.0
+    if store_pid:
+        phase.store_cpu_s = cpu_seconds(store_pid) - store_cpu
     return phase
 
 
@@ -181,30 +230,47 @@ def machine() -> dict[str, Any]:
 
 
 def run_serve_bench(*, clients: int = 16, turns: int = 12, single_turns: int | None = None,
-                    chroma_url: str | None = None, data_dir: Path | None = None) -> dict[str, Any]:
-    """Start a server, run 1 client then ``clients`` clients, verify every acknowledged turn; the figures."""
+                    chroma_url: str | None = None, data_dir: Path | None = None, workers: int = 1) -> dict[str, Any]:
+    """Start a server, run 1 client then ``clients`` clients, verify every acknowledged turn; the figures.
+
+    ``workers`` > 1 serves with ``mneme serve --workers N`` over a Chroma server: ``chroma_url``, else a
+    ``chroma run`` this starts (its CPU time is counted with the server's).
+    """
+    from mneme.evaluation.bench_store import ChromaProcess
+
     with tempfile.TemporaryDirectory(prefix="mneme-bench-serve-") as tmp:
         root = data_dir or Path(tmp) / "data"
-        proc, url = start_server(root, chroma_url=chroma_url)
+        chroma = ChromaProcess(Path(tmp) / "chroma").start() if workers > 1 and not chroma_url else None
+        url_of_chroma = chroma.url if chroma is not None else chroma_url
+        proc = None
         try:
-            asyncio.run(run_phase(url, clients=2, turns=3, tag="warm"))  # load the embedder, open collections
+            proc, url = start_server(root, chroma_url=url_of_chroma, workers=workers)
+            store_pid = chroma.pid if chroma is not None else None
+            pids = process_tree(proc.pid) + ([store_pid] if store_pid else [])
+            asyncio.run(run_phase(url, clients=2 * workers, turns=3, tag="warm"))  # load embedders, open collections
             before = machine()
             n1 = single_turns or turns * 4
             with Progress("bench serve: 1 client", total=n1, unit="turn") as bar:
-                one = asyncio.run(run_phase(url, clients=1, turns=n1, tag="one", pid=proc.pid, on_turn=bar.update))
+                one = asyncio.run(run_phase(url, clients=1, turns=n1, tag="one", pid=pids, on_turn=bar.update,
+                                            store_pid=store_pid))
             with Progress(f"bench serve: {clients} clients", total=clients * turns, unit="turn") as bar:
-                many = asyncio.run(run_phase(url, clients=clients, turns=turns, tag="many", pid=proc.pid,
-                                             on_turn=bar.update))
+                many = asyncio.run(run_phase(url, clients=clients, turns=turns, tag="many", pid=pids,
+                                             on_turn=bar.update, store_pid=store_pid))
             after = machine()
             checked = verify(url, {**one.acknowledged, **many.acknowledged})
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-    return {"server": "mneme serve (memory-only, use-m3, " + ("chroma server" if chroma_url else "embedded Chroma")
-            + ")", "machine": {**before, "loadavg_1m_after": after["loadavg_1m"]},
+            if proc is not None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+            if chroma is not None:
+                chroma.stop()
+    store = "embedded Chroma" if not url_of_chroma else \
+        "a chroma run it started, CPU counted with the server's" if chroma is not None else "chroma server"
+    return {"server": f"mneme serve --workers {workers} (memory-only, use-m3, {store})",
+            "machine": {**before, "loadavg_1m_after": after["loadavg_1m"]},
             "one_client": one.figures(), f"{clients}_clients": many.figures(), "memory": checked}
 
 
@@ -214,10 +280,14 @@ def register_serve(sub: Any) -> None:
     p.add_argument("--clients", type=int, default=16, help="concurrent clients (users) of the second phase")
     p.add_argument("--turns", type=int, default=12, help="turns per client (the single client makes 4x as many)")
     p.add_argument("--chroma-url", default=None, help="use this Chroma server instead of embedded Chroma")
+    p.add_argument("--workers", type=int, default=1,
+                   help="`mneme serve --workers N`: N server processes over a Chroma server (--chroma-url, else "
+                        "a `chroma run` the bench starts)")
     add_json_option(p)
 
     def handler(args: Any) -> int:
-        result = run_serve_bench(clients=args.clients, turns=args.turns, chroma_url=args.chroma_url)
+        result = run_serve_bench(clients=args.clients, turns=args.turns, chroma_url=args.chroma_url,
+                                 workers=args.workers)
         emit(result, args.json_out)
         memory = result["memory"]
         return 0 if memory["lost"] == memory["leaked"] == memory["not_recalled"] == 0 else 1
