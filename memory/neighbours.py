@@ -4,7 +4,7 @@ People split one topic over consecutive turns: "今天我遇到了一个麻烦" 
 "Is this your own painting?" by "Yeah, I painted that lake sunrise last year". Matching scores each turn
 alone, so the turn that holds the answer can rank far below its neighbour that matches the question's
 words. ``lift_neighbours`` lets each recalled item inherit part of the lead of the item next to it in the
-same thread: ``score += share · max(0, relevance(neighbour) − relevance(item))``.
+same thread: ``score += share · max(0, score(neighbour) − score(item))``.
 
 - *Next to* means adjacent in time among the recalled candidates of that thread (records written by one
   turn — an exchange and the facts drawn from it — share a time and count as one position), at most
@@ -27,10 +27,6 @@ SITTING_SECONDS = 30 * 60.0
 """Two turns further apart than this are not neighbours (another sitting of the conversation)."""
 
 
-def _relevance(item: Recalled) -> float:
-    return item.signals.get("relevance", item.score)
-
-
 def lift_neighbours(ranked: Sequence[Recalled], *, share: float = 0.5,
                     max_gap: float = SITTING_SECONDS) -> list[Recalled]:
     """``ranked`` re-scored as the module docstring says, best first (ties by id); ``share`` 0 changes nothing.
@@ -44,14 +40,14 @@ def lift_neighbours(ranked: Sequence[Recalled], *, share: float = 0.5,
     for it in items:
         if it.thread_id:
             by_thread[it.thread_id].append(it)
-    # per thread: the distinct times of its candidates, and the best relevance at each time
+    # per thread: the distinct times of its candidates, and the best score at each time
     times: dict[str, list[float]] = {}
     best_at: dict[tuple[str, float], float] = {}
     for thread, members in by_thread.items():
         times[thread] = sorted({m.created_at for m in members})
         for m in members:
             key = (thread, m.created_at)
-            best_at[key] = max(best_at.get(key, float("-inf")), _relevance(m))
+            best_at[key] = max(best_at.get(key, float("-inf")), m.score)
     out: list[Recalled] = []
     for it in items:
         tid = it.thread_id
@@ -63,7 +59,7 @@ def lift_neighbours(ranked: Sequence[Recalled], *, share: float = 0.5,
         lead = 0.0
         for j in (pos - 1, pos + 1):
             if 0 <= j < len(ts) and abs(ts[j] - it.created_at) <= max_gap:
-                lead = max(lead, best_at[(tid, ts[j])] - _relevance(it))
+                lead = max(lead, best_at[(tid, ts[j])] - it.score)
         if lead > 0:
             lift = share * lead
             it = replace(it, score=it.score + lift, signals={**it.signals, "neighbour": lift})

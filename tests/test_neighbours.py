@@ -26,9 +26,10 @@ NOW = 1_700_000_000.0
 DAY = 86_400.0
 
 
-def item(rid: str, relevance: float, *, thread: str | None = "t", at: float = 0.0) -> Recalled:
-    return Recalled(id=rid, kind=Kind.EPISODIC, text=rid, score=relevance, source="memory", created_at=NOW + at,
-                    thread_id=thread, signals={"relevance": relevance})
+def item(rid: str, score: float, *, thread: str | None = "t", at: float = 0.0,
+         relevance: float | None = None) -> Recalled:
+    return Recalled(id=rid, kind=Kind.EPISODIC, text=rid, score=score, source="memory", created_at=NOW + at,
+                    thread_id=thread, signals={"relevance": score if relevance is None else relevance})
 
 
 def test_an_adjacent_turn_inherits_half_its_neighbours_lead() -> None:
@@ -55,16 +56,28 @@ def test_only_the_nearest_candidates_in_time_are_neighbours_and_share_zero_is_of
     assert [it.score for it in lift_neighbours(no_thread)] == [0.9, 0.1]
 
 
-@given(st.lists(st.tuples(st.floats(0, 2), st.sampled_from(["t", "u", None]), st.integers(0, 40)),
+def test_the_lead_is_measured_on_final_scores_so_a_faded_lifter_is_not_overtaken() -> None:
+    # the forgetting curve left the old turn's score (0.80) below its relevance (0.88); its fresher neighbour
+    # has score = relevance = 0.70. A lead taken from relevance (0.9 × 0.18) would lift it to 0.862, past 0.80.
+    faded = item("old", 0.80, relevance=0.88, at=0)
+    fresh = item("next", 0.70, at=60)
+    out = lift_neighbours([faded, fresh], share=0.9)
+    assert [it.id for it in out] == ["old", "next"]
+    assert out[1].score == pytest.approx(0.70 + 0.9 * (0.80 - 0.70))
+
+
+@given(st.lists(st.tuples(st.floats(0, 2), st.floats(0, 0.1), st.sampled_from(["t", "u", None]), st.integers(0, 40)),
                 min_size=1, max_size=30), st.floats(0, 0.99))
-def test_the_best_item_stays_first_and_no_score_falls(rows: list[tuple[float, str | None, int]],
+def test_the_best_item_stays_first_and_no_score_falls(rows: list[tuple[float, float, str | None, int]],
                                                       share: float) -> None:
-    ranked = sorted((item(f"i{n}", rel, thread=th, at=60.0 * slot) for n, (rel, th, slot) in enumerate(rows)),
-                    key=lambda it: (-it.score, it.id))
+    # scores are relevance bent by forgetting (up to 10 % lower), as ``rank`` makes them
+    ranked = sorted((item(f"i{n}", rel * (1 - fade), relevance=rel, thread=th, at=60.0 * slot)
+                     for n, (rel, fade, th, slot) in enumerate(rows)), key=lambda it: (-it.score, it.id))
     out = lift_neighbours(ranked, share=share)
     before = {it.id: it.score for it in ranked}
     assert all(it.score >= before[it.id] for it in out)
     assert out[0].score == pytest.approx(ranked[0].score)  # nothing overtakes the best match
+    assert out[0].id == ranked[0].id or out[0].score == pytest.approx(ranked[0].score)
     assert [it.score for it in out] == sorted((it.score for it in out), reverse=True)
 
 
