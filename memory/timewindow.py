@@ -11,6 +11,9 @@ Conventions, chosen to be predictable:
   recent one on or before today. An explicit year is taken as written, even in the future.
 - Weeks run Monday to Sunday. 上周 / "last week" is the previous calendar week; 上周三 is that week's
   Wednesday, but "last Monday" is the most recent Monday before today (English usage differs).
+- A span named next to a date is that span: "the week before 27 June" is the 7 days before it, "the day after
+  May 6" / 5月6日的第二天 the 7th, "the weekend before July 17" / 7月17日之前的那个周末 the Saturday and Sunday
+  before it, 5月6日的前一天 the 5th (day, week, weekend, month; before or after).
 - "N weekends ago" / N个周末前 is the Saturday and Sunday N weeks back (1 = last weekend = 上周末).
 - "N days ago" / N天前 is that one day; "N weeks/months/years ago" the calendar week/month/year that
   contains the day N units back. "a few days ago" / 几天前 / 前几天 is the 7 days before today.
@@ -431,6 +434,45 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
 ]
 
 
+_EN_ANCHOR = re.compile(r"(?i)\b(?:the\s+)?(?P<unit>day|week|weekend|month)\s+(?P<dir>before|after)\s+(?:the\s+)?$")
+_ZH_ANCHOR = re.compile(
+    r"^\s*(?:的|之|以)?(?:(?P<dir>前|后|後)的?那?一?个?(?P<unit>天|周末|周|星期|礼拜|月)|(?P<next>第二天|次日))")
+_ZH_UNITS = {"天": "day", "周末": "weekend", "周": "week", "星期": "week", "礼拜": "week", "月": "month"}
+
+
+def _next_to(span: Span, unit: str, before: bool) -> Span:
+    """The day / week (7 days) / weekend (Saturday and Sunday) / calendar month just before or just after ``span``."""
+    first, after, _ = span
+    if unit == "day":
+        return (first - timedelta(days=1), first, "day") if before else (after, after + timedelta(days=1), "day")
+    if unit == "week":
+        return (first - timedelta(days=7), first, "range") if before else (after, after + timedelta(days=7), "range")
+    if unit == "weekend":
+        if before:  # the Saturday and Sunday that end before the span's first day
+            last = first - timedelta(days=1)
+            sunday = last - timedelta(days=(last.weekday() - 6) % 7)
+            return sunday - timedelta(days=1), sunday + timedelta(days=1), "range"
+        saturday = after + timedelta(days=(5 - after.weekday()) % 7)
+        return saturday, saturday + timedelta(days=2), "range"
+    edge = first - timedelta(days=1) if before else after
+    return _month(edge.year, edge.month)
+
+
+def _anchored(query: str, start: int, end: int, span: Span) -> tuple[Span, str] | None:
+    """A span named relative to the date at ``query[start:end]``: "the week before 27 June", "the day after
+    May 6", "the weekend before July 17", "5月6日的前一天", "5月6号之前的那个周末", "5月6日的第二天"."""
+    m = _EN_ANCHOR.search(query[:start])
+    if m is not None:
+        return _next_to(span, m.group("unit").lower(), m.group("dir").lower() == "before"), \
+            query[m.start():end].strip()
+    z = _ZH_ANCHOR.match(query[end:])
+    if z is not None:
+        if z.group("next"):
+            return _next_to(span, "day", False), query[start:end + z.end()].strip()
+        return _next_to(span, _ZH_UNITS[z.group("unit")], z.group("dir") == "前"), query[start:end + z.end()].strip()
+    return None
+
+
 def _zone(tz: str | tzinfo) -> tzinfo:
     if isinstance(tz, tzinfo):
         return tz
@@ -462,6 +504,10 @@ def parse_time_window(query: str, now: float, *, tz: str | tzinfo = "UTC") -> Ti
     if best is None:
         return None
     first, after, granularity = best[2]
+    anchored = _anchored(query, best[0], best[0] - best[1], (first, after, granularity))
+    if anchored is not None:  # "the week before 27 June", "5月6日的前一天": a span next to the date named
+        (first, after, granularity), expression = anchored
+        best = (best[0], best[1], best[2], expression)
 
     def ts(d: date) -> float:
         return datetime.combine(d, time.min, tzinfo=zone).timestamp()

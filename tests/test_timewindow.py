@@ -263,3 +263,22 @@ def test_weekends_ago_zh_and_en():
     assert span("one weekend ago") == span("last weekend")
     assert span("we went camping two weekends ago") == (date(2024, 3, 2), date(2024, 3, 4), "range")
     assert span("the weekends are busy") is None and span("周末前我得交报告") is None
+
+
+def test_a_span_named_next_to_a_date_zh_and_en():
+    # NOW is Thursday 14 March 2024
+    assert span("What did I do the week before March 9?") == (date(2024, 3, 2), date(2024, 3, 9), "range")
+    assert span("the day after March 9") == day(2024, 3, 10)
+    assert span("the weekend before March 13") == (date(2024, 3, 9), date(2024, 3, 11), "range")
+    assert span("the weekend after March 4") == (date(2024, 3, 9), date(2024, 3, 11), "range")
+    assert span("the month after 2023年12月") == (date(2024, 1, 1), date(2024, 2, 1), "month")
+    assert span("3月9日的前一天我做了什么") == day(2024, 3, 8)
+    assert span("3月9号之前的那个周末") == (date(2024, 3, 2), date(2024, 3, 4), "range")
+    assert span("3月9日的第二天") == day(2024, 3, 10)
+    assert span("3月9日前一周") == (date(2024, 3, 2), date(2024, 3, 9), "range")
+    assert span("3月4日之后的那个周末") == (date(2024, 3, 9), date(2024, 3, 11), "range")
+    w = parse_time_window("我3月9日的前一天去了哪里", NOW)
+    assert w is not None and w.expression == "3月9日的前一天"
+    # no span named next to it: the date itself
+    assert span("3月9日之前") == span("before March 9 I was busy") == day(2024, 3, 9)
+    assert span("the day before yesterday") == day(2024, 3, 12)
