@@ -91,3 +91,21 @@ def test_nothing_recalled_renders_a_marker() -> None:
 def test_reply_language_follows_the_message(text: str, zh: bool) -> None:
     assert is_chinese(text) is zh
     assert (reply_texts(text) is prompts.MEMORY_ONLY_ZH) is zh
+
+
+def test_a_memory_that_tells_of_another_time_says_when() -> None:
+    from mneme.memory.eventtime import event_span
+
+    said = T0 + 10 * 86_400.0  # ten days after 2025-05-06
+    weekend, yesterday = event_span("两个周末前我们去露营了", said), event_span("I ran yesterday", said)
+    assert weekend is not None and yesterday is not None
+    out = render_memories([
+        {"id": "a", "kind": "episodic", "created_at": said, "text": "两个周末前我们去露营了",
+         "metadata": {"event_start": weekend[0], "event_end": weekend[1]}},
+        {"id": "b", "kind": "episodic", "created_at": said, "text": "I ran yesterday",
+         "metadata": {"event_start": yesterday[0], "event_end": yesterday[1]}},
+        {"id": "c", "kind": "fact", "created_at": said, "text": "no event", "metadata": {"event_start": "x"}},
+    ]).splitlines()
+    assert out[0].startswith('<memory id="a" kind="episodic" date="2025-05-16" about="2025-05-03..2025-05-04">')
+    assert 'about="2025-05-15">' in out[1]
+    assert "about=" not in out[2]
