@@ -613,7 +613,25 @@ class ChromaStore:
 
     def _stamp_moved(self, key: tuple[str, str], stamp: Stamp) -> bool:
         """Whether ``key``'s change stamp is no longer ``stamp`` (server mode)."""
-        return self._stamps is not None and self._stamps.read([key])[key].stamp != stamp
+        return self._stamps is not None and self._stamps.read([key], fresh=True)[key].stamp != stamp
+
+    @contextmanager
+    def pinned_stamps(self, tenants: Sequence[str]) -> Iterator[None]:
+        """Server mode: within this block, this thread's change stamps of ``tenants`` come from one read made
+        at its start. A recall asks for them up to three times within milliseconds (the keyword index's
+        catch-up for the user and for shared documents, then the search): one primary-key read instead of
+        three. A load's check that no write raced it still reads afresh. Embedded: nothing to read."""
+        if self._stamps is None:
+            yield
+            return
+        keys = [_key(col, validate_tenant(t, allow_shared=True)) for t in tenants for col in self._all]
+        with translate_errors(self.location, "read change stamps", remote=self.remote):
+            rows = self._stamps.read(keys)
+        self._stamps.pin(rows)
+        try:
+            yield
+        finally:
+            self._stamps.unpin()
 
     def _publish(self, changes: Mapping[tuple[str, str], Sequence[str] | None]) -> None:
         """Server mode: mark these keys changed by this store, and record that on its own fresh entries."""

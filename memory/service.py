@@ -19,6 +19,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -189,6 +190,12 @@ class MemoryService:
             return []  # "谢谢！" recalls nothing: listing memories for it would only be noise
         # Read-your-writes: queued turns first, so one applied meanwhile is found in the store instead.
         pending = self.journal.search(user_id, query, k=max(30, 4 * opts.k)) if self.journal is not None else []
+        pin = getattr(self.store, "pinned_stamps", None)  # server mode: one read of the change stamps per recall
+        with pin([user_id, SHARED_TENANT] if opts.include_documents else [user_id]) if pin else nullcontext():
+            return self._recall(user_id, query, opts, now, pending)
+
+    def _recall(self, user_id: str, query: str, opts: RecallOptions, now: float,
+                pending: list[tuple[JournalEntry, float]]) -> list[Recalled]:
         self._catch_up(user_id)
         if opts.include_documents:
             self._catch_up(SHARED_TENANT)  # documents another process ingested

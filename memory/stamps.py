@@ -102,6 +102,7 @@ class ChangeStamps:
         self.writer = f"w{uuid.uuid4().hex[:12]}"
         self._counters: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._pinned = threading.local()
 
     @classmethod
     def open(cls, client: ClientAPI, prefix: str) -> ChangeStamps:
@@ -118,8 +119,22 @@ class ChangeStamps:
                 col = client.get_collection(name, embedding_function=None)  # type: ignore[arg-type]
         return cls(col)
 
-    def read(self, keys: Sequence[Key]) -> dict[Key, StampRow]:
-        """The current row of each key (one primary-key read), compacting rows with too many writers."""
+    def pin(self, rows: Mapping[Key, StampRow]) -> None:
+        """Until ``unpin``, this thread's ``read`` of keys among ``rows`` answers from them (see ``read``)."""
+        self._pinned.rows = rows
+
+    def unpin(self) -> None:
+        """End this thread's ``pin``."""
+        self._pinned.rows = None
+
+    def read(self, keys: Sequence[Key], *, fresh: bool = False) -> dict[Key, StampRow]:
+        """The current row of each key (one primary-key read), compacting rows with too many writers.
+
+        Keys this thread pinned (one read for a whole recall) come from the pin unless ``fresh``.
+        """
+        pinned: Mapping[Key, StampRow] | None = getattr(self._pinned, "rows", None)
+        if pinned is not None and not fresh and all(key in pinned for key in keys):
+            return {key: pinned[key] for key in keys}
         ids = {row_id(key): key for key in keys}
         got = self._col.get(ids=list(ids), include=["metadatas"])  # type: ignore[list-item]
         found: dict[str, Mapping[str, Any]] = dict(zip(got["ids"], got["metadatas"] or [], strict=True))
