@@ -38,6 +38,7 @@ from mneme.health import (
     readiness,
     store_probe,
 )
+from mneme.http_errors import ClipEchoMiddleware
 from mneme.http_input import (
     JSONBodyMiddleware,
     LastResortMiddleware,
@@ -270,6 +271,7 @@ def create_app(
     app.state.remote_dev_auth = remote_dev_auth
     app.add_middleware(JSONBodyMiddleware)  # inside the size limit: only bodies within it are parsed
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(ClipEchoMiddleware)  # a 4xx never echoes a huge input back (mneme.http_errors)
     app.add_middleware(LastResortMiddleware)  # outermost: no error drops a keep-alive connection unsaid
     for error, handler in client_error_handlers().items():
         app.add_exception_handler(error, handler)

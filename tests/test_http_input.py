@@ -141,6 +141,15 @@ def test_malformed_bodies_never_get_a_5xx_and_keep_the_connection(spawn_mneme_se
                     json={"input": {"messages": [{"role": "user", "content": "what tea do I like?"}]}})
     assert ok.status_code == 200 and "tea" in ok.json()["output"]["answer"]
 
+    # a 4xx names the bad value, but never echoes a huge one back (it did: 300 KB answers to 300 KB bodies)
+    huge = "长" * 300_000
+    for body in ({"input": {"messages": huge}},  # pydantic's "input" in the detail list
+                 {"input": {"messages": [{"role": "user", "content": "x"}]}, "config": {"configurable": {"k": huge}}},
+                 {"input": {"messages": [{"role": "user", "content": "x"}], "extra": huge}}):
+        r = httpx.post(f"{server.url}/agent/invoke", json=body, headers={"X-User-Id": "mal"}, timeout=60)
+        assert r.status_code == 422 and len(r.content) < 5_000, (r.status_code, len(r.content))
+        assert "300,000 characters in all" in r.text
+
 
 @pytest.mark.slow
 def test_healthz_and_readyz(spawn_mneme_serve: Any) -> None:
@@ -189,3 +198,35 @@ def test_an_unexpected_error_is_a_500_that_closes_the_connection(tmp_path: Any) 
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def test_a_client_error_clips_what_it_echoes_and_keeps_the_rest() -> None:
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse, PlainTextResponse
+    from starlette.routing import Route
+
+    from mneme.http_errors import ClipEchoMiddleware
+
+    long = "x" * 10_000
+
+    async def refuse(request: Any) -> JSONResponse:
+        return JSONResponse({"detail": [{"msg": "wrong shape", "input": long, "loc": ["a"]}]}, status_code=422)
+
+    async def fine(request: Any) -> JSONResponse:
+        return JSONResponse({"echo": long})
+
+    async def text(request: Any) -> PlainTextResponse:
+        return PlainTextResponse(long, status_code=404)
+
+    app = ClipEchoMiddleware(Starlette(routes=[Route("/refuse", refuse), Route("/fine", fine),
+                                               Route("/text", text)]))
+    from starlette.testclient import TestClient
+
+    client = TestClient(app)
+    refused = client.get("/refuse")
+    (error,) = refused.json()["detail"]
+    assert refused.status_code == 422 and error["msg"] == "wrong shape" and error["loc"] == ["a"]
+    assert error["input"].startswith("x" * 500) and error["input"].endswith("(10,000 characters in all)")
+    assert int(refused.headers["content-length"]) == len(refused.content) < 1_000
+    assert client.get("/fine").json() == {"echo": long}  # a success is never touched
+    assert len(client.get("/text").text) == 10_000  # nor a non-JSON answer
