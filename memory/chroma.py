@@ -80,11 +80,12 @@ from mneme.memory.records import (
     embeddings_for,
     from_metadata,
     metadata_changes,
+    storage_key,
     storage_where,
     to_metadata,
 )
 from mneme.memory.stamps import SERVER_MAX_AGE, ChangeStamps, Stamp, StampRow, with_field
-from mneme.memory.tenancy import matches, normalize_where, scoped_where
+from mneme.memory.tenancy import TENANT_FIELD, matches, normalize_where, scoped_where
 from mneme.memory.vector_cache import Loaded, PackedRows, Patch, Snapshot, VectorCache, normalized
 
 KIND_COLLECTIONS: dict[Kind, str] = {
@@ -495,6 +496,30 @@ class ChromaStore:
                 if len(hits.ids) < batch_size:
                     break
                 offset += batch_size
+
+    @_guarded("look up content hashes")
+    def existing_hashes(self, pairs: Sequence[tuple[str, str]], *,
+                        kinds: Sequence[Kind] = (Kind.EPISODIC, Kind.SUMMARY)) -> set[tuple[str, str]]:
+        """Which ``(tenant, content_hash)`` pairs a live record of ``kinds`` already holds.
+
+        One read per collection for a whole batch of turns of many tenants (instead of one per turn and
+        collection); every row is checked against the tenants that asked, so nothing is answered across them.
+        """
+        asked = {(validate_tenant(user_id), digest) for user_id, digest in pairs if digest}
+        if not asked:
+            return set()
+        digests = sorted({d for _, d in asked})
+        tenants = sorted({u for u, _ in asked})
+        found: set[tuple[str, str]] = set()
+        field = storage_key("content_hash")
+        for kind in _kinds(kinds):
+            for start in range(0, len(digests), WRITE_BATCH):
+                flt = storage_where({"$and": [{TENANT_FIELD: {"$in": tenants}},
+                                             {"content_hash": {"$in": digests[start:start + WRITE_BATCH]}}]})
+                hits = _Hits.of(self._live[kind].get(where=flt, include=["metadatas"]))  # type: ignore[arg-type]
+                found.update(pair for meta in hits.metas
+                             if (pair := (str(meta.get(TENANT_FIELD)), str(meta.get(field)))) in asked)
+        return found
 
     @_guarded("count records")
     def count(self, user_id: str, *, kinds: Sequence[Kind] | None = None, archived: bool | None = False) -> int:

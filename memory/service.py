@@ -116,6 +116,8 @@ class _Batch:
 
     records: dict[str, MemoryRecord] = field(default_factory=dict)
     hashes: set[tuple[str, str]] = field(default_factory=set)
+    stored_hashes: set[tuple[str, str]] = field(default_factory=set)
+    """``(user, content hash)`` pairs of the batch's turns already in the store (read once, before planning)."""
     slots: dict[tuple[str, Kind, str], MemoryRecord] = field(default_factory=dict)
     replies: dict[tuple[str, str], str] = field(default_factory=dict)
 
@@ -425,7 +427,7 @@ class MemoryService:
 
     def store_turns(self, requests: Sequence[TurnRequest], plans: Sequence[TurnPlan]) -> list[WriteReport]:
         """Store already planned turns: their records are embedded in one call and written in one batch."""
-        batch = _Batch()
+        batch = _Batch(stored_hashes=self._stored_hashes(requests, plans))
         reports: list[WriteReport] = []
         for request, plan in zip(requests, plans, strict=True):
             reports.append(self._plan_records(validate_tenant(request.user_id), plan, request, batch))
@@ -452,7 +454,7 @@ class MemoryService:
             return report
         # An exact repeat adds no episode, but may still change a fact ("我住在上海" again after a move).
         repeat = bool(plan.content_hash) and ((user_id, plan.content_hash) in batch.hashes
-                                              or self._has_hash(user_id, plan.content_hash))
+                                              or (user_id, plan.content_hash) in batch.stored_hashes)
         meta: dict[str, Any] = {"content_hash": plan.content_hash, "language": plan.language}
         # when what it tells happened ("上周末…", "two weekends ago"), if not the day it was said
         event = event_span(request.user_text, now, reply=request.assistant_text)
@@ -506,6 +508,18 @@ class MemoryService:
             batch.records[record.id] = record
         report.stored = [r.id for r in records]
         return report
+
+    def _stored_hashes(self, requests: Sequence[TurnRequest], plans: Sequence[TurnPlan]) -> set[tuple[str, str]]:
+        """The ``(user, content hash)`` pairs of these turns that the store already holds as an episode or a
+        summary: one read per collection for the whole batch when the store can (``existing_hashes``)."""
+        pairs = [(validate_tenant(r.user_id), p.content_hash) for r, p in zip(requests, plans, strict=True)
+                 if p.content_hash and not p.skipped]
+        if not pairs:
+            return set()
+        batched = getattr(self.store, "existing_hashes", None)
+        if batched is not None:
+            return set(batched(pairs, kinds=[Kind.EPISODIC, Kind.SUMMARY]))
+        return {pair for pair in set(pairs) if self._has_hash(*pair)}
 
     def _has_hash(self, user_id: str, digest: str) -> bool:
         return any(True for _ in self.store.scan(user_id, kinds=[Kind.EPISODIC, Kind.SUMMARY],

@@ -1,0 +1,53 @@
+"""A batch of turns looks up its exact repeats in one read per collection, per user, never across users."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mneme.memory.base import Kind
+from mneme.memory.chroma import ChromaStore, open_chroma_store
+from mneme.memory.keyword import KeywordIndex
+from mneme.memory.service import MemoryService, TurnRequest
+from mneme.testing import FakeEmbeddings
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[MemoryService]:
+    store = open_chroma_store(data_dir=tmp_path, embedder=FakeEmbeddings())
+    svc = MemoryService(store, keyword=KeywordIndex(tmp_path / "keyword.sqlite3"))
+    yield svc
+    svc.close()
+
+
+def test_repeats_of_a_batch_are_read_once_per_collection_and_per_user(
+        service: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = service.store
+    assert isinstance(store, ChromaStore)
+    assert service.remember_turn("alice", user_text="I keep bees on my roof in Lyon.").stored
+    assert service.remember_turn("张三", user_text="我在阳台上养了三盆兰花。").stored
+    gets: list[str] = []
+    for kind in (Kind.EPISODIC, Kind.SUMMARY):
+        col = store._live[kind]
+        real = col.get
+
+        def counted(*args: Any, _real: Any = real, _name: str = col.name, **kwargs: Any) -> Any:
+            if "content_hash" in str(kwargs.get("where")):
+                gets.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(col, "get", counted)
+    texts = [("alice", "I keep bees on my roof in Lyon."),       # alice's repeat
+             ("bob", "I keep bees on my roof in Lyon."),         # the same words, but bob never said them
+             ("张三", "我在阳台上养了三盆兰花。"),                   # 张三's repeat
+             ("李四", "我在阳台上养了三盆兰花。"),
+             ("alice", "My sister Maren plays the cello.")]      # new for alice
+    requests = [TurnRequest(user_id=u, user_text=t, now=1000.0 + i) for i, (u, t) in enumerate(texts)]
+    reports = service.remember_turns(requests)
+    assert [r.skipped for r in reports] == ["repeat", None, "repeat", None, None]
+    assert all(r.stored for r in reports[1::2] + [reports[4]])
+    assert sorted(gets) == sorted(store._live[k].name for k in (Kind.EPISODIC, Kind.SUMMARY))  # 2 reads, not 10
+    assert store.existing_hashes([("bob", "not-a-hash"), ("carol", "")]) == set()
