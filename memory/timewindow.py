@@ -14,6 +14,12 @@ Conventions, chosen to be predictable:
 - A span named next to a date is that span: "the week before 27 June" is the 7 days before it, "the day after
   May 6" / 5月6日的第二天 the 7th, "the weekend before July 17" / 7月17日之前的那个周末 the Saturday and Sunday
   before it, 5月6日的前一天 the 5th (day, week, weekend, month; before or after).
+- A day of the month alone (27号, 二十七号) is the most recent such day; 上个月27号 that day of last month; 4月27 /
+  四月二十七 (no 日/号) the date. Parts of a month are its thirds: 初 / 上旬 / early / the beginning of (1st-10th),
+  中旬 / mid / the middle of (11th-20th), 下旬 / 底 / 末 / late / the end of (21st-last). Holidays on fixed dates
+  (元旦, 情人节, 五一 = May 1-5, 国庆节 = October 1-7, 圣诞, Christmas (Eve), Halloween, Valentine's Day, New Year's
+  Day/Eve) are their latest occurrence, or that of 去年/今年/last/this; lunar ones (春节, 中秋) are not parsed.
+- Not dates either: 3号线 (a metro line), 5号楼 (a building), 一五一十, 张国庆 (a name: 国庆 needs 节/假/期间).
 - "N weekends ago" / N个周末前 is the Saturday and Sunday N weeks back (1 = last weekend = 上周末).
 - "N days ago" / N天前 is that one day; "N weeks/months/years ago" the calendar week/month/year that
   contains the day N units back. "a few days ago" / 几天前 / 前几天 is the 7 days before today.
@@ -340,6 +346,94 @@ def _en_weekends_ago(m: re.Match[str], today: date) -> Span | None:
     return _weekend(_en_n(m))(m, today)
 
 
+def _recent_day_of_month(today: date, day: int, months_back: int | None = None) -> Span | None:
+    """27号: the most recent 27th not after today (or of the month ``months_back`` before this one: 上个月27号)."""
+    if not 1 <= day <= 31:
+        return None
+    if months_back is not None:
+        y, mo = _add_months(today.year, today.month, -months_back)
+        return _dated(today, y, mo, day)
+    for k in range(0, 4):  # the 31st may be three months back (from a 30-day month and February)
+        y, mo = _add_months(today.year, today.month, -k)
+        try:
+            d = date(y, mo, day)
+        except ValueError:
+            continue
+        if d <= today:
+            return _day(d)
+    return None
+
+
+def _zh_day(m: re.Match[str], today: date) -> Span | None:
+    d = _int(m, "d")
+    rel = m.group("rel") or ""
+    back = None if not rel else 2 if rel.startswith("上上") else 1 if rel.startswith("上") else 0
+    return None if d is None else _recent_day_of_month(today, d, back)
+
+
+_PART = {"初": (1, 11), "上旬": (1, 11), "中旬": (11, 21), "下旬": (21, 32), "底": (21, 32), "末": (21, 32),
+         "early": (1, 11), "beginning": (1, 11), "start": (1, 11), "mid": (11, 21), "middle": (11, 21),
+         "late": (21, 32), "end": (21, 32)}
+"""Parts of a month, as [first day, day after last): the thirds Chinese calls 上旬 / 中旬 / 下旬."""
+
+
+def _part_of(span: Span | None, part: str) -> Span | None:
+    if span is None:
+        return None
+    first, after, _ = span
+    lo, hi = _PART[part.lower()]
+    end = min(first + timedelta(days=hi - 1), after)
+    return first + timedelta(days=lo - 1), end, "range"
+
+
+def _zh_month_part(m: re.Match[str], today: date) -> Span | None:
+    rel, mo = m.group("rel"), _int(m, "m")
+    if mo is not None:
+        span = _recent_month(today, mo)
+    else:
+        back = 2 if rel.startswith("上上") else 1 if rel.startswith("上") else 0
+        span = _month(*_add_months(today.year, today.month, -back))
+    return _part_of(span, m.group("part"))
+
+
+def _en_month_part(m: re.Match[str], today: date) -> Span | None:
+    y = m.group("y")
+    span = _month(int(y), _mon(m)) if y else _recent_month(today, _mon(m))
+    return _part_of(span, m.group("part"))
+
+
+_HOLIDAYS: dict[str, tuple[int, int, int]] = {
+    "元旦": (1, 1, 1), "情人节": (2, 14, 1), "妇女节": (3, 8, 1), "五一": (5, 1, 5), "劳动节": (5, 1, 5),
+    "儿童节": (6, 1, 1), "国庆": (10, 1, 7), "万圣节": (10, 31, 1), "平安夜": (12, 24, 1), "圣诞": (12, 25, 1),
+    "new year's day": (1, 1, 1), "new year's eve": (12, 31, 1), "valentine's day": (2, 14, 1),
+    "halloween": (10, 31, 1), "christmas eve": (12, 24, 1), "christmas": (12, 25, 1),
+}
+"""Holidays on fixed Gregorian dates: (month, day, days). Lunar ones (春节, 中秋) move every year and are left out;
+五一 and 国庆 are the public holidays (May 1-5, October 1-7)."""
+
+
+def _holiday(m: re.Match[str], today: date) -> Span | None:
+    name = " ".join(m.group("h").lower().replace("\u2019", "'").split())
+    name = "christmas" if name.startswith("christmas") and "eve" not in name else name
+    key = next((k for k in _HOLIDAYS if name.startswith(k)), None)
+    if key is None:
+        return None
+    month, day, days = _HOLIDAYS[key]
+    rel = (m.group("rel") or "").lower()
+    if rel in ("去年", "last"):
+        start = date(today.year - 1, month, day)
+    elif rel == "前年":
+        start = date(today.year - 2, month, day)
+    elif rel in ("今年", "this"):
+        start = date(today.year, month, day)
+    else:
+        recent = _recent_date(today, month, day)
+        if recent is None:
+            return None
+        start = recent
+    return start, start + timedelta(days=days), "day" if days == 1 else "range"
+
+
 _SEASON_START = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12,
                  "春": 3, "夏": 6, "秋": 9, "冬": 12}
 """First month of each (northern, meteorological) season: three months from there; winter runs into next year."""
@@ -376,6 +470,17 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         (rf"(?P<y>{_ZY})\s*年\s*(?P<m>{_N})\s*月", _zh_ym),
         (rf"(?P<y>{_ZY})\s*年(?!代)", _zh_y),
         (rf"(?<![\d第上下这本每个個几])(?P<m>{_N})\s*月份?(?![\d一二三四五六七八九十]*\s*[日号號])", _zh_m),
+        # 4月27 (no 日/号), 27号, 上个月27号, 5月初 / 下旬 / 底, 月底, 五一, 国庆, 去年圣诞节.
+        (rf"(?<![\d年第])(?P<m>{_N})\s*月\s*(?P<d>{_N})(?![\d一二三四五六七八九十日号號天个個次人岁歲年周只位本])",
+         _zh_md),
+        (rf"(?P<rel>上上个?月|上个?月|上個月|这个?月|這個?月|本月)\s*的?(?P<d>{_N})\s*[号號日]", _zh_day),
+        (rf"(?<![\d月第个個几每上下这本前后號号])(?P<rel>)(?P<d>{_N})\s*[号號](?![码碼线線楼樓房门門车車位床])",
+         _zh_day),
+        (rf"(?:(?<![\d年第])(?P<m>{_N})\s*月份?|(?P<rel>上上个?月|上个?月|上個月|这个?月|這個?月|本月|月))"
+         r"\s*的?(?P<part>初|上旬|中旬|下旬|底|末)", _zh_month_part),
+        (r"(?P<rel>去年|前年|今年)?的?(?P<h>元旦|情人节|妇女节|(?<![一二三四五六七八九十])五一(?![一二三四五六七八九十])"
+         r"|劳动节|儿童节|国庆(?=节|假|长假|期间|那)|万圣节|平安夜|圣诞)", _holiday),
+        (r"前些天|前些日子", _fixed(_few_days)),
         # Chinese relative days, weeks, months, years.
         (r"大前天", _days_back(3)),
         (r"前天|前日", _days_back(2)),
@@ -407,6 +512,11 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         (rf"\b{_MON}\s*,?\s+{_EY}\b", _en_month_year),
         (rf"\b(?i:in|during|since|last|this)\s+{_MON}(?![a-z])", _en_in_month),
         (rf"\b(?i:in|during|since)\s+{_EY}\b", lambda m, t: _year(int(m.group("y")))),
+        (rf"\b(?P<part>(?i:early|mid|late))[-\s]+{_MON}(?![a-z])(?:,?\s+{_EY}\b)?", _en_month_part),
+        (rf"\b(?i:the\s+)?(?P<part>(?i:beginning|start|middle|end))\s+(?i:of)\s+{_MON}(?![a-z])(?:,?\s+{_EY}\b)?",
+         _en_month_part),
+        (r"(?i)\b(?:(?P<rel>last|this)\s+)?(?P<h>new\s+year['\u2019]s\s+(?:day|eve)|valentine['\u2019]?s\s+day"
+         r"|halloween|christmas(?:\s+(?:eve|day))?)\b", _holiday),
         # English relative expressions.
         (r"(?i)\b(?:the\s+)?day\s+before\s+yesterday\b", _days_back(2)),
         (r"(?i)\byesterday\b|\blast\s+night\b", _days_back(1)),

@@ -282,3 +282,49 @@ def test_a_span_named_next_to_a_date_zh_and_en():
     # no span named next to it: the date itself
     assert span("3月9日之前") == span("before March 9 I was busy") == day(2024, 3, 9)
     assert span("the day before yesterday") == day(2024, 3, 12)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        # NOW is Thursday 14 March 2024
+        ("12号那天我做了什么", day(2024, 3, 12)),
+        ("二十七号", day(2024, 2, 27)),  # the most recent 27th
+        ("31号", day(2024, 1, 31)),  # February has none
+        ("上个月27号", day(2024, 2, 27)),
+        ("这个月3号", day(2024, 3, 3)),
+        ("2月27", day(2024, 2, 27)),  # no 日/号 after the day
+        ("二月二十七那天", day(2024, 2, 27)),
+        ("3月初", (date(2024, 3, 1), date(2024, 3, 11), "range")),
+        ("2月中旬", (date(2024, 2, 11), date(2024, 2, 21), "range")),
+        ("2月底", (date(2024, 2, 21), date(2024, 3, 1), "range")),
+        ("上个月下旬", (date(2024, 2, 21), date(2024, 3, 1), "range")),
+        ("月初", (date(2024, 3, 1), date(2024, 3, 11), "range")),
+        ("前些天", (date(2024, 3, 7), date(2024, 3, 14), "range")),
+        ("元旦", day(2024, 1, 1)),
+        ("情人节那天", day(2024, 2, 14)),
+        ("去年圣诞节", day(2023, 12, 25)),
+        ("五一我们去爬山了", (date(2023, 5, 1), date(2023, 5, 6), "range")),
+        ("国庆节", (date(2023, 10, 1), date(2023, 10, 8), "range")),
+        ("early March", (date(2024, 3, 1), date(2024, 3, 11), "range")),
+        ("mid-February", (date(2024, 2, 11), date(2024, 2, 21), "range")),
+        ("late February 2023", (date(2023, 2, 21), date(2023, 3, 1), "range")),
+        ("at the end of February", (date(2024, 2, 21), date(2024, 3, 1), "range")),
+        ("the beginning of March", (date(2024, 3, 1), date(2024, 3, 11), "range")),
+        ("last Christmas", day(2023, 12, 25)),
+        ("on Christmas Eve", day(2023, 12, 24)),
+        ("the Halloween party", day(2023, 10, 31)),
+        ("Valentine's Day", day(2024, 2, 14)),
+        ("New Year's Eve", day(2023, 12, 31)),
+    ],
+)
+def test_days_of_the_month_parts_of_a_month_and_holidays(query, expected):
+    assert span(query) == expected
+
+
+@pytest.mark.parametrize("query", [
+    "我坐3号线去的", "他住5号楼", "三日游很累", "他一五一十地告诉了我", "张国庆是我同事", "我有2个孩子",
+    "we may go early",
+])
+def test_numbers_and_names_that_are_not_dates(query):
+    assert parse_time_window(query, NOW) is None
