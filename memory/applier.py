@@ -170,9 +170,13 @@ class JournalApplier:
             self._busy = False
 
     def _write_touches(self, touches: dict[str, dict[str, tuple[float, int]]]) -> None:
+        batched = getattr(self.service.store, "count_recalls", None)  # one read + update per collection (Chroma)
         for user_id, counted in touches.items():
             try:
                 with self.service.write_lock:
+                    if batched is not None:
+                        batched(user_id, counted)
+                        continue
                     current = self.service.store.get(user_id, list(counted))
                     updates = {r.id: {"last_accessed": counted[r.id][0],
                                       "access_count": r.access_count + counted[r.id][1]}

@@ -440,6 +440,34 @@ class ChromaStore:
                 if self._notify is not None:
                     self._notify.update(_key(col, user_id), {rid: changes[rid] for rid in mine})
 
+    @_guarded("count recalls")
+    def count_recalls(self, user_id: str, counted: Mapping[str, tuple[float, int]],
+                      kinds: Sequence[Kind] = MEMORY_KINDS) -> int:
+        """Add recalls to live records of ``user_id`` among ``kinds``: ``{id: (time of the latest, how many)}``
+        raises ``access_count`` by how many and moves ``last_accessed`` forward; foreign or missing ids are
+        ignored. One read and one update per collection holding any of them (``get`` then ``update_metadata``
+        read every collection twice). Returns how many records were counted."""
+        user_id = validate_tenant(user_id, allow_shared=True)
+        ids = check_ids(list(counted))
+        if not ids:
+            return 0
+        plan: list[tuple[Collection, dict[str, dict[str, Any]]]] = []
+        for kind in _kinds(kinds):
+            col = self._live[kind]
+            hits = _Hits.of(col.get(ids=ids, include=["metadatas"]))
+            changes = {rid: metadata_changes({"last_accessed": max(counted[rid][0], float(meta.get("last_accessed")
+                                                                                          or 0.0)),
+                                              "access_count": int(meta.get("access_count", 0)) + counted[rid][1]})
+                       for rid, meta in zip(hits.ids, hits.metas, strict=True) if meta.get("user_id") == user_id}
+            if changes:
+                plan.append((col, changes))
+        with self._writing({_key(col, user_id): list(changes) for col, changes in plan}):
+            for col, changes in plan:
+                col.update(ids=list(changes), metadatas=list(changes.values()))  # type: ignore[arg-type]
+                if self._notify is not None:
+                    self._notify.update(_key(col, user_id), changes)
+        return sum(len(changes) for _, changes in plan)
+
     @_guarded("delete records")
     def delete(
         self,

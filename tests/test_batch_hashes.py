@@ -51,3 +51,32 @@ def test_repeats_of_a_batch_are_read_once_per_collection_and_per_user(
     assert all(r.stored for r in reports[1::2] + [reports[4]])
     assert sorted(gets) == sorted(store._live[k].name for k in (Kind.EPISODIC, Kind.SUMMARY))  # 2 reads, not 10
     assert store.existing_hashes([("bob", "not-a-hash"), ("carol", "")]) == set()
+
+
+def test_counted_recalls_are_written_with_one_read_and_one_update_per_collection(
+        service: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = service.store
+    assert isinstance(store, ChromaStore)
+    mine = service.remember_turn("alice", user_text="I keep bees on my roof in Lyon.").stored[0]
+    theirs = service.remember_turn("bob", user_text="My sister Maren plays the cello.").stored[0]
+    calls: list[str] = []
+    for col in store._all:
+        for method in ("get", "update"):
+            real = getattr(col, method)
+
+            def counted(*args: Any, _real: Any = real, _tag: str = f"{method} {col.name}", **kwargs: Any) -> Any:
+                calls.append(_tag)
+                return _real(*args, **kwargs)
+
+            monkeypatch.setattr(col, method, counted)
+    assert store.count_recalls("alice", {mine: (5000.0, 2), theirs: (5000.0, 7), "nope": (1.0, 1)}) == 1
+    assert sorted(c for c in calls if c.startswith("get")) == sorted(
+        f"get {store._live[k].name}" for k in (Kind.EPISODIC, Kind.SUMMARY, Kind.FACT, Kind.PREFERENCE))
+    assert [c for c in calls if c.startswith("update")] == [f"update {store._live[Kind.EPISODIC].name}"]
+    (record,) = store.get("alice", [mine])
+    assert (record.access_count, record.last_accessed) == (2, 5000.0)
+    (other,) = store.get("bob", [theirs])
+    assert other.access_count == 0  # another tenant's id is never counted
+    store.count_recalls("alice", {mine: (10.0, 1)})  # an older recall adds its count, never moves time back
+    (record,) = store.get("alice", [mine])
+    assert (record.access_count, record.last_accessed) == (3, 5000.0)
