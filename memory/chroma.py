@@ -86,7 +86,15 @@ from mneme.memory.records import (
 )
 from mneme.memory.stamps import SERVER_MAX_AGE, ChangeStamps, Stamp, StampRow, with_field
 from mneme.memory.tenancy import TENANT_FIELD, matches, normalize_where, scoped_where
-from mneme.memory.vector_cache import Loaded, PackedRows, Patch, Snapshot, VectorCache, normalized
+from mneme.memory.vector_cache import (
+    Loaded,
+    PackedRows,
+    Patch,
+    Snapshot,
+    VectorCache,
+    normalized,
+    storage_dtype,
+)
 
 KIND_COLLECTIONS: dict[Kind, str] = {
     Kind.DOCUMENT: "documents",
@@ -736,8 +744,8 @@ def _load_rows(col: Collection, tenant: str, moved: Callable[[], bool] | None = 
     """All ids, embeddings, texts and metadata of ``tenant`` in ``col``: scoped ``get``s of ``LOAD_PAGE`` rows.
 
     Built to keep a large tenant's peak memory near what the cache then holds: each page's embeddings become
-    unit float32 rows written straight into one matrix (sized by an ids-only read when there is more than
-    one page, so the matrix is never held twice), its rows are packed (``PackedRows``) and the page's
+    unit rows written straight into one matrix of the cache's ``storage_dtype`` (sized by an ids-only read when
+    there is more than one page, so the matrix is never held twice), its rows are packed (``PackedRows``) and the page's
     transient memory is returned to the OS (``heap.release_free_memory``) before the next page is read.
     One page is one consistent read. Several are not, if another process deletes rows meanwhile: then
     ``moved()`` (server mode: did the key's stamp change?) is asked afterwards, and ``_LoadRaced`` raised if so.
@@ -754,7 +762,8 @@ def _load_rows(col: Collection, tenant: str, moved: Callable[[], bool] | None = 
                 # one page, or the first of many: size the matrix for all (ids only: cheap)
                 total = len(hits.ids) if len(hits.ids) < LOAD_PAGE else \
                     len(col.get(where=_scope(tenant, None), include=[])["ids"])
-                matrix = np.empty((max(total, len(hits.ids)), page.shape[1]), dtype=np.float32)
+                rows_in_all = max(total, len(hits.ids))
+                matrix = np.empty((rows_in_all, page.shape[1]), dtype=storage_dtype(rows_in_all))
             if len(ids) + len(hits.ids) > matrix.shape[0]:  # rows added meanwhile (another writer)
                 matrix = _grown(matrix, len(ids) + len(hits.ids))
             matrix[len(ids) : len(ids) + len(hits.ids)] = page

@@ -440,14 +440,20 @@ def _unit_rows(rng: np.random.Generator, n: int, dim: int = 64) -> np.ndarray:
     return m / np.linalg.norm(m, axis=1, keepdims=True)
 
 
-def _assert_same_top(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> None:
-    """The same rows in the same order; scores equal up to float32 summation order (BLAS blocks differ)."""
-    assert [i for i, _ in got] == [i for i, _ in want]
-    assert np.allclose([s for _, s in got], [s for _, s in want], rtol=0, atol=1e-6)
+def _assert_near_top(got: list[tuple[int, float]], want: list[tuple[int, float]], vectors: np.ndarray,
+                     query: np.ndarray) -> None:
+    """The quantized path's top k against the float32 scan's: every score within 1e-3 of the row's float32
+    cosine, and a row only differs from the float32 top k where the two tie within that (float16 rows)."""
+    assert len(got) == len(want)
+    truth = vectors @ query
+    assert all(abs(s - truth[i]) < 1e-3 for i, s in got)
+    kth = want[-1][1]
+    assert all(truth[i] >= kth - 2e-3 for i, _ in got)
+    assert all(s <= got[-1][1] + 2e-3 for i, s in want if i not in {j for j, _ in got})
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_the_int8_first_pass_ranks_exactly_like_the_float32_scan(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_int8_first_pass_ranks_like_the_float32_scan(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     from mneme.memory import vector_cache
 
     monkeypatch.setattr(vector_cache, "QUANTIZED_MIN_ROWS", 500)  # small sizes, where brute force is cheap
@@ -456,12 +462,17 @@ def test_the_int8_first_pass_ranks_exactly_like_the_float32_scan(seed: int, monk
     ids = [f"r{i}" for i in range(3000)]
     cache = VectorCache(10_000)
     snap = cache.snapshot(("c", "u"), lambda: (ids, vectors, [("", {})] * 3000))
-    assert snap is not None and snap.quant is not None
+    assert snap is not None and snap.quant is not None and snap.vectors.dtype == np.float16
     brute = Snapshot(ids, vectors)
+    found = total = 0
     for _ in range(20):
         q = normalized(vectors[rng.integers(3000)] + 0.5 * rng.standard_normal(64).astype(np.float32))[0]
         for k in (1, 10, 30):
-            _assert_same_top(snap.top(q, k), brute.top(q, k))
+            got, want = snap.top(q, k), brute.top(q, k)
+            _assert_near_top(got, want, vectors, q)
+            found += len({i for i, _ in got} & {i for i, _ in want})
+            total += k
+    assert found / total >= 0.99  # the figure the README states: recall of the float32 top k
 
 
 def test_the_int8_copy_follows_upserts_and_removals(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -474,7 +485,7 @@ def test_the_int8_copy_follows_upserts_and_removals(monkeypatch: pytest.MonkeyPa
     cache = VectorCache(10_000)
     key = ("c", "u")
     first = cache.snapshot(key, lambda: (ids, vectors, [("", {})] * 380))
-    assert first is not None and first.quant is None
+    assert first is not None and first.quant is None and first.vectors.dtype == np.float32
     more = _unit_rows(rng, 300)
     cache.upsert(key, [f"s{i}" for i in range(300)], more, [("", {})] * 300)  # crosses it
     replaced = _unit_rows(rng, 5)
@@ -482,11 +493,18 @@ def test_the_int8_copy_follows_upserts_and_removals(monkeypatch: pytest.MonkeyPa
     cache.remove(key, ["r5", "s7", "r100"])
     snap = cache.snapshot(key, lambda: ([], [], []))
     assert snap is not None and snap.quant is not None and snap.quant.shape[0] == len(snap.ids) == 677
-    brute = Snapshot(snap.ids, snap.vectors)
+    assert snap.vectors.dtype == np.float16 and first.vectors.dtype == np.float32  # the old view kept its rows
+    exact = {**dict(zip(ids, vectors, strict=True)), **{f"s{i}": v for i, v in enumerate(more)},
+             "r0": replaced[0], "r1": replaced[1], "s2": replaced[2], "s3": replaced[3], "s4": replaced[4]}
+    rows32 = np.stack([exact[i] for i in snap.ids])
+    brute = Snapshot(snap.ids, rows32)
     for _ in range(20):
         q = normalized(rng.standard_normal(64).astype(np.float32))[0]
-        _assert_same_top(snap.top(q, 10), brute.top(q, 10))
+        _assert_near_top(snap.top(q, 10), brute.top(q, 10), rows32, q)
     assert snap.top(normalized(replaced[0])[0], 1)[0][0] == list(snap.ids).index("r0")
+    cache.remove(key, [f"s{i}" for i in range(300)])  # back below it: float32 again, exact
+    small = cache.snapshot(key, lambda: ([], [], []))
+    assert small is not None and small.quant is None and small.vectors.dtype == np.float32
 
 
 def test_the_dense_bench_reports_both_scans_and_that_they_agree() -> None:
@@ -494,7 +512,8 @@ def test_the_dense_bench_reports_both_scans_and_that_they_agree() -> None:
     from mneme.memory.vector_cache import QUANTIZED_MIN_ROWS
 
     out = run_dense_bench(QUANTIZED_MIN_ROWS, queries=5, dim=64)
-    assert out["int8_used"] and out["same_top_k_every_query"]
+    assert out["int8_used"] and out["stored_as"] == "float16"
+    assert out["recall_of_float32_top_k"] >= 0.99 and out["max_score_difference"] < 1e-3
     assert out["float32_scan_ms"]["p95"] >= out["float32_scan_ms"]["p50"] > 0
     assert out["int8_first_pass_ms"]["p50"] > 0
 

@@ -47,6 +47,7 @@ def run_retrieval_bench(n: int, *, tenants: int = 100, share: float = 0.01, quer
                         mode: str = "embedded", seed: int = 7, batch: int = 512,
                         progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Build ``n`` memories, time ``queries`` recalls for the measured tenant, and return the figures."""
+    from mneme.cpu import limit_blas_threads
     from mneme.embeddings import load_embedder
     from mneme.memory.chroma import open_chroma_store
     from mneme.memory.inprocess import InProcessStore
@@ -77,6 +78,8 @@ def run_retrieval_bench(n: int, *, tenants: int = 100, share: float = 0.01, quer
             if progress:
                 progress(len(records))
         ingest_s = time.perf_counter() - t0
+        # recall as `mneme serve` runs it: BLAS single-threaded (a query's embedding is tiny; see mneme.cpu)
+        limit_blas_threads(1)
         opts = RecallOptions(k=10, include_documents=False, reinforce=False)
         qs = [synthetic_text(rng)[:30] for _ in range(queries)]
         service.recall("target", qs[0], options=opts)  # warm caches
@@ -96,7 +99,8 @@ def run_retrieval_bench(n: int, *, tenants: int = 100, share: float = 0.01, quer
 
 def run_dense_bench(n: int, *, queries: int = 200, k: int = 30, dim: int = 512, seed: int = 7) -> dict[str, Any]:
     """The dense channel alone over one user's ``n`` cached rows (clustered synthetic unit vectors, no model):
-    the float32 scan against the int8 first pass + exact re-score (``vector_cache.QUANTIZED_MIN_ROWS``)."""
+    the float32 scan against the int8 first pass + float16 re-score (``vector_cache.QUANTIZED_MIN_ROWS``), and
+    how far the latter's top ``k`` and scores are from the float32 scan's."""
     import numpy as np
 
     from mneme.memory.vector_cache import Snapshot, VectorCache, normalized
@@ -108,7 +112,7 @@ def run_dense_bench(n: int, *, queries: int = 200, k: int = 30, dim: int = 512, 
     ids = [f"r{i}" for i in range(n)]
     snap = VectorCache(max(n, 1)).snapshot(("bench", "target"), lambda: (ids, rows, [("", {})] * n))
     assert snap is not None
-    brute = Snapshot(ids, snap.vectors)
+    brute = Snapshot(ids, rows)  # the float32 rows, scanned whole
     qs = [normalized(rows[rng.integers(n)] + 0.5 * rng.standard_normal(dim).astype(np.float32))[0]
           for _ in range(queries)]
 
@@ -121,10 +125,16 @@ def run_dense_bench(n: int, *, queries: int = 200, k: int = 30, dim: int = 512, 
             lat.append((time.perf_counter() - t) * 1000.0)
         return {"p50": round(percentile(lat, 50), 2), "p95": round(percentile(lat, 95), 2)}
 
-    same = all([i for i, _ in snap.top(q, k)] == [i for i, _ in brute.top(q, k)] for q in qs)
+    pairs = [(snap.top(q, k), brute.top(q, k)) for q in qs]
+    same = all([i for i, _ in got] == [i for i, _ in want] for got, want in pairs)
+    recall = sum(len({i for i, _ in got} & {i for i, _ in want}) for got, want in pairs) / (k * len(pairs))
+    exact = [dict(want) for _, want in pairs]
+    error = max((abs(s - exact[j][i]) for j, (got, _) in enumerate(pairs) for i, s in got if i in exact[j]),
+                default=0.0)
     return {"rows": n, "k": k, "queries": queries, "float32_scan_ms": timed(brute.top),
             "int8_first_pass_ms": timed(snap.top), "int8_used": snap.quant is not None,
-            "same_top_k_every_query": same}
+            "stored_as": str(snap.vectors.dtype), "same_top_k_every_query": same,
+            "recall_of_float32_top_k": round(recall, 4), "max_score_difference": float(f"{error:.2g}")}
 
 
 def register_retrieval(sub: Any) -> None:
