@@ -53,16 +53,23 @@ class RedactingSerializer:
         return self._walk(obj)
 
     def _walk(self, obj: Any) -> Any:
+        # a part with nothing to redact is returned as it is, not copied: a thread's earlier messages, already
+        # redacted when they were first written, are most of every checkpoint
         if isinstance(obj, BaseMessage):
-            return obj.model_copy(update={"content": self._content(obj.content)})
+            content = self._content(obj.content)
+            return obj if content == obj.content else obj.model_copy(update={"content": content})
         if isinstance(obj, dict):
             if "content" in obj and ("role" in obj or "type" in obj):
-                return {**obj, "content": self._content(obj["content"])}
-            return {k: self._walk(v) for k, v in obj.items()}
+                content = self._content(obj["content"])
+                return obj if content == obj["content"] else {**obj, "content": content}
+            walked = {k: self._walk(v) for k, v in obj.items()}
+            return obj if all(walked[k] is v for k, v in obj.items()) else walked
         if isinstance(obj, list):
-            return [self._walk(v) for v in obj]
+            items = [self._walk(v) for v in obj]
+            return obj if all(a is b for a, b in zip(items, obj, strict=True)) else items
         if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
-            return tuple(self._walk(v) for v in obj)
+            parts = tuple(self._walk(v) for v in obj)
+            return obj if all(a is b for a, b in zip(parts, obj, strict=True)) else parts
         return obj
 
     def _content(self, content: Any) -> Any:
