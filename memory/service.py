@@ -44,7 +44,7 @@ from mneme.memory.journal import JournalEntry, WriteJournal, new_entry_id, recor
 from mneme.memory.keyword import KeywordEntry, KeywordIndex
 from mneme.memory.lowvalue import is_low_value
 from mneme.memory.neighbours import lift_neighbours
-from mneme.memory.ranking import Candidate, Recalled, RecallOptions, rank, select
+from mneme.memory.ranking import CANDIDATE_POOL, Candidate, Recalled, RecallOptions, rank, select
 from mneme.memory.redaction import redact
 from mneme.memory.relevance import NullBaseline
 from mneme.memory.timewindow import TimeWindow, parse_time_window, time_affinity
@@ -191,7 +191,8 @@ class MemoryService:
         if not query or opts.k <= 0 or is_low_value(query):
             return []  # "谢谢！" recalls nothing: listing memories for it would only be noise
         # Read-your-writes: queued turns first, so one applied meanwhile is found in the store instead.
-        pending = self.journal.search(user_id, query, k=max(30, 4 * opts.k)) if self.journal is not None else []
+        pool = max(CANDIDATE_POOL, 4 * opts.k)
+        pending = self.journal.search(user_id, query, k=pool) if self.journal is not None else []
         pin = getattr(self.store, "pinned_stamps", None)  # server mode: one read of the change stamps per recall
         with pin([user_id, SHARED_TENANT] if opts.include_documents else [user_id]) if pin else nullcontext():
             return self._recall(user_id, query, opts, now, pending)
@@ -203,8 +204,7 @@ class MemoryService:
             self._catch_up(SHARED_TENANT)  # documents another process ingested
         window = parse_time_window(query, now) if opts.time_aware else None
         kinds: list[Kind] = list(MEMORY_KINDS) + ([Kind.DOCUMENT] if opts.include_documents else [])
-        # candidates per channel (the dense scores of this pool are min-max normalised: tuned with it)
-        pool = max(30, 4 * opts.k)
+        pool = max(CANDIDATE_POOL, 4 * opts.k)
         vector = self.store.embedder.embed([query])[0]
         dense = self.store.search(user_id, vector, kinds=kinds, k=pool, include_shared=opts.include_documents)
         keyword = self.keyword.search(user_id, query, kinds=[str(k) for k in kinds], k=pool,
