@@ -48,8 +48,8 @@ class ClipEchoMiddleware:
         async def clipping_send(message: Message) -> None:
             nonlocal held
             if message["type"] == "http.response.start":
-                kind = dict(message.get("headers") or []).get(b"content-type", b"")
-                if 400 <= message["status"] < 500 and kind.startswith(b"application/json"):
+                if 400 <= message["status"] < 500 and dict(message.get("headers") or []).get(
+                        b"content-type", b"").startswith(b"application/json"):  # 2xx pass at once
                     held = message
                     return
             elif held is not None and message["type"] == "http.response.body":
