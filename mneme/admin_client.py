@@ -24,6 +24,26 @@ from mneme.memory.base import Kind, validate_tenant
 PAGE = 1000
 
 
+def request_server(client: httpx.Client, method: str, path: str, *, allow: tuple[int, ...] = (),
+                   **kwargs: Any) -> httpx.Response:
+    """One request to a running ``mneme serve``; its failures as Mneme's errors: no answer is
+    ``StoreUnavailableError``, a 4xx (other than ``allow``) ``InvalidInputError``, a 5xx ``MemoryStoreError``,
+    each naming the server and its ``detail``."""
+    url = str(client.base_url).rstrip("/")
+    try:
+        response = client.request(method, path, **kwargs)
+    except httpx.HTTPError as exc:
+        raise StoreUnavailableError(f"the running mneme serve at {url} did not answer: {exc}") from exc
+    if response.status_code >= 400 and response.status_code not in allow:
+        try:
+            detail = response.json().get("detail", response.text)
+        except ValueError:
+            detail = response.text
+        error = InvalidInputError if response.status_code < 500 else MemoryStoreError
+        raise error(f"mneme serve at {url} answered {response.status_code}: {detail}")
+    return response
+
+
 class RemoteAdmin:
     """``MemoryAdmin`` through a running server's memory API."""
 
@@ -35,18 +55,7 @@ class RemoteAdmin:
 
     def _call(self, method: str, path: str, user_id: str, **kwargs: Any) -> httpx.Response:
         headers = {b"X-User-Id": validate_tenant(user_id).encode("utf-8")}  # UTF-8 bytes: 张三 is a user id too
-        try:
-            response = self._client.request(method, path, headers=headers, **kwargs)
-        except httpx.HTTPError as exc:
-            raise StoreUnavailableError(f"the running mneme serve at {self.url} did not answer: {exc}") from exc
-        if response.status_code >= 400 and response.status_code != 404:
-            try:
-                detail = response.json().get("detail", response.text)
-            except ValueError:
-                detail = response.text
-            error = InvalidInputError if response.status_code < 500 else MemoryStoreError
-            raise error(f"mneme serve at {self.url} answered {response.status_code}: {detail}")
-        return response
+        return request_server(self._client, method, path, allow=(404,), headers=headers, **kwargs)
 
     def list_memories(self, user_id: str, kinds: Sequence[Kind] | None = None) -> list[dict[str, Any]]:
         """Every record of ``user_id`` (live and archived), oldest first, page by page."""

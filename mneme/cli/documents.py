@@ -16,7 +16,7 @@ import json
 import sys
 from typing import Any
 
-from mneme.errors import InvalidInputError, MemoryStoreError, StoreLockedError, StoreUnavailableError
+from mneme.errors import InvalidInputError, StoreLockedError
 
 
 def _owner(parser: argparse.ArgumentParser) -> None:
@@ -92,23 +92,11 @@ class RemoteDocuments:
         self._client = httpx.Client(base_url=self.url, timeout=300, headers={"Authorization": f"Bearer {token}"})
 
     def _call(self, method: str, tenant: str, **kwargs: Any) -> Any:
-        import httpx
-
+        from mneme.admin_client import request_server
         from mneme.memory.base import SHARED_TENANT
 
         params = {**kwargs.pop("params", {}), **({} if tenant == SHARED_TENANT else {"user_id": tenant})}
-        try:
-            response = self._client.request(method, "/documents", params=params, **kwargs)
-        except httpx.HTTPError as exc:
-            raise StoreUnavailableError(f"the running mneme serve at {self.url} did not answer: {exc}") from exc
-        if response.status_code >= 400:
-            try:
-                detail = response.json().get("detail", response.text)
-            except ValueError:
-                detail = response.text
-            error = InvalidInputError if response.status_code < 500 else MemoryStoreError
-            raise error(f"mneme serve at {self.url} answered {response.status_code}: {detail}")
-        return response.json()
+        return request_server(self._client, method, "/documents", params=params, **kwargs).json()
 
     def listing(self, tenant: str) -> list[dict[str, Any]]:
         """One entry per source."""
