@@ -3,21 +3,20 @@
 Three parts, in the user's language: what this turn will be kept as (``kept``: the writing policy's plan,
 pure and model-free, so it is known before the write happens: "记下了：用户住在柏林；用户是一名护士"); what was
 recalled, only items that clear the relevance floor (``memory.relevance``: nothing listed rather than
-noise); documents as their title and the one sentence that best matches the question, not a flattened chunk.
+noise); documents as their title and the one sentence that best matches the question, not a flattened chunk
+(the sentence recall judged the chunk by, ``memory.passages``, else the one sharing most words with it).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mneme.clock import to_iso
+from mneme.memory.passages import sentences
 from mneme.memory.tokenize import tokenize
 from mneme.memory.writing import TurnPlan, WritePolicy, plan_turn
 from mneme.prompts import MEMORY_ONLY_DOCUMENT, MEMORY_ONLY_ITEM, reply_texts
-
-_SENTENCE_RE = re.compile(r"[^。！？!?.\n]+[。！？!?.]*")
 
 
 def turn_plan(message: str, *, policy: WritePolicy | None = None) -> TurnPlan:
@@ -42,10 +41,10 @@ def is_relevant(item: Mapping[str, Any]) -> bool:
 
 
 def best_sentence(text: str, query: str) -> str:
-    """The sentence of ``text`` sharing the most keyword tokens with ``query`` (the first on a tie)."""
+    """The sentence of ``text`` sharing the most keyword tokens with ``query`` (the first on a tie); Markdown
+    heading lines are not candidates (they repeat the title shown beside the sentence)."""
     wanted = set(tokenize(query))
-    sentences = [s.strip() for s in _SENTENCE_RE.findall(text) if s.strip()] or [text.strip()]
-    return max(sentences, key=lambda s: len(wanted & set(tokenize(s))))
+    return max(sentences(text) or [text.strip()], key=lambda s: len(wanted & set(tokenize(s))))
 
 
 def _flat(text: str, limit: int = 400) -> str:
@@ -71,7 +70,8 @@ def render(message: str, recalled: Sequence[Mapping[str, Any]], *, first_line: s
             meta = d.get("metadata") or {}
             title = meta.get("title") or meta.get("source") or d.get("title") or ""
             lines.append(MEMORY_ONLY_DOCUMENT.format(title=_flat(title, 80), id=d["id"],
-                                                     text=_flat(best_sentence(str(d["text"]), message))))
+                                                     text=_flat(meta.get("passage")
+                                                                or best_sentence(str(d["text"]), message))))
     if not relevant and not kept:
         lines.append(texts["nothing"])
     return "\n".join(lines)

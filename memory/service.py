@@ -44,6 +44,7 @@ from mneme.memory.journal import JournalEntry, WriteJournal, new_entry_id, recor
 from mneme.memory.keyword import KeywordEntry, KeywordIndex
 from mneme.memory.lowvalue import is_low_value
 from mneme.memory.neighbours import lift_neighbours
+from mneme.memory.passages import judge_documents
 from mneme.memory.ranking import CANDIDATE_POOL, Candidate, Recalled, RecallOptions, rank, select
 from mneme.memory.redaction import redact
 from mneme.memory.relevance import NullBaseline
@@ -227,13 +228,20 @@ class MemoryService:
         if not records and not pending:
             return []
         candidates = [Candidate(rec, dense_scores.get(rid), keyword_scores.get(rid)) for rid, rec in records.items()]
-        ranked = rank(candidates, opts, now=now, window=window, forgetting=self.forgetting,
-                      baseline=self._null_baseline().of(vector))
+        baseline = self._null_baseline().of(vector)
+        strict = opts.relevance_floor  # applied below, once documents are judged by their sentences too
+        ranked = rank(candidates, replace(opts, relevance_floor=False), now=now, window=window,
+                      forgetting=self.forgetting, baseline=baseline)
         if pending:
             ranked = sorted(ranked + self._pending_items(pending, opts, window, exclude=set(records)),
                             key=lambda it: (-it.score, it.id))
         ranked = lift_neighbours(ranked, share=opts.neighbour_share)
+        if strict:  # the head that can be selected, documents judged by their best sentence, then the floor
+            head = judge_documents(ranked[:4 * opts.k], vector, baseline, self.store.embedder.embed)
+            ranked = [it for it in head + ranked[4 * opts.k:] if it.signals.get("relevant", 1.0) > 0]
         out = select(ranked, opts, embed=self.store.embedder.embed)
+        if not strict:
+            out = judge_documents(out, vector, baseline, self.store.embedder.embed)  # by their best sentence
         if opts.reinforce:
             try:  # a side write: recall answers even when it fails (disk full, store read-only)
                 self.reinforce(user_id, [it.id for it in out if it.source == "memory"
