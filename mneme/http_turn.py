@@ -3,8 +3,9 @@
 - In: new messages only (OpenAI- or LangChain-style), at most ``MNEME_MAX_REQUEST_MESSAGES`` of them,
   each at most ``MNEME_MAX_MESSAGE_CHARS`` characters (``mneme.limits``; over a limit: 413, nothing stored).
 - Run settings: the graph's ``Context`` fields (``k``, ``include_documents``, ``write_memory`` …) in
-  LangServe's ``config.configurable``; an unknown name or a bad value is a 422, never ignored. The user and
-  the thread are never settings: they come from the caller's identity.
+  LangServe's ``config.configurable``; an unknown name or a bad value is a 422, never ignored. The user is
+  never a setting: it comes from the caller's identity; the thread is ``X-Thread-Id`` or
+  ``configurable.thread_id``, always the caller's own (``mneme.serve``).
 - Out: this turn only: ``{"answer", "thread_id", "recalled", "memory_report", "degraded", "messages"}``
   with ``messages`` holding this turn's reply, never the thread's history (which the checkpointer keeps).
   ``stream`` first yields ``{"delta": text}`` chunks of the reply as the model writes it, then that object.

@@ -78,6 +78,8 @@ class Identity:
 
     user_id: str
     thread_id: str
+    named: bool = True
+    """Whether the request named the thread (``X-Thread-Id``); ``False``: ``thread_id`` is a new one."""
 
 
 def resolve_principal(request: Request) -> Principal:
@@ -124,7 +126,24 @@ def resolve_identity(request: Request) -> Identity:
     if not user:
         raise HTTPException(400, f"missing {USER_HEADER} header: say whose memory this request uses")
     thread = _checked_thread((request.headers.get(THREAD_HEADER) or "").strip())
-    return Identity(user_id=user, thread_id=thread or new_thread_id())
+    return Identity(user_id=user, thread_id=thread or new_thread_id(), named=bool(thread))
+
+
+def _thread_of(who: Identity, client: dict[str, Any]) -> str:
+    """The turn's thread: ``X-Thread-Id``, else the ``config.configurable.thread_id`` a LangServe or LangGraph
+    client sends (``RemoteRunnable.invoke(..., config={"configurable": {"thread_id": "t1"}})``), else a new one.
+    Either way it is the caller's own thread (scoped to the user), so naming it grants nothing; the two naming
+    different threads is a 422, not a silent pick."""
+    named = client.get("thread_id")
+    if named is None or named == "":
+        return who.thread_id
+    if not isinstance(named, str):
+        raise HTTPException(422, "config.configurable.thread_id must be a string")
+    named = _checked_thread(named.strip())
+    if who.named and named != who.thread_id:
+        raise HTTPException(422, f"{THREAD_HEADER} names thread {who.thread_id!r} but config.configurable.thread_id "
+                                 f"names {named!r}: name the thread once")
+    return named
 
 
 def _client_configurable(body: Any) -> dict[str, Any]:
@@ -177,8 +196,9 @@ def _config_modifier(
             body = None
         _check_body_messages(body, limits)
         configurable = {k: v for k, v in (config.get("configurable") or {}).items() if k not in AUTH_CONFIGURABLE}
-        configurable.update(run_settings(_client_configurable(body)))
-        configurable.update(user_id=who.user_id, thread_id=scoped_thread_id(who.user_id, who.thread_id),
+        client = _client_configurable(body)
+        configurable.update(run_settings(client))
+        configurable.update(user_id=who.user_id, thread_id=scoped_thread_id(who.user_id, _thread_of(who, client)),
                             langgraph_auth_user_id=who.user_id)
         return {**config, "configurable": configurable}
 

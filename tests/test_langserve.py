@@ -218,3 +218,34 @@ def test_mneme_serve_runs_the_default_app(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_langserve_client_names_its_thread_in_config_configurable() -> None:
+    # RemoteRunnable's way (LangServe's and LangGraph's convention): config={"configurable": {"thread_id": ...}}
+    from langserve import RemoteRunnable
+
+    model = FakeChatModel(responses=["noted"], structured_responses=[{}])
+    graph = build_graph(model=model, store=InProcessStore(FakeEmbeddings()), checkpointer=InMemorySaver())
+    for url in _serve(create_app(graph=graph)):
+        erin = RemoteRunnable(f"{url}/agent", headers={"X-User-Id": "erin"})
+        config: Any = {"configurable": {"thread_id": "chat-1"}}
+        erin.invoke({"messages": [{"role": "user", "content": "我下周要去成都出差"}]}, config=config)
+        out = erin.invoke({"messages": [{"role": "user", "content": "那边天气怎么样"}]}, config=config)
+        assert out["thread_id"] == "chat-1"
+        assert [m.content for m in model.calls[-1] if m.type == "human"] == ["我下周要去成都出差", "那边天气怎么样"]
+        # the same name from another user is another, empty thread
+        frank = RemoteRunnable(f"{url}/agent", headers={"X-User-Id": "frank"})
+        frank.invoke({"messages": [{"role": "user", "content": "hello"}]}, config=config)
+        assert [m.content for m in model.calls[-1] if m.type == "human"] == ["hello"]
+
+
+@pytest.mark.parametrize(("header", "configured", "status"), [
+    ("t9", "t9", 200), ("t9", "other", 422), (None, 7, 422), (None, "bad thread/id", 422)])
+def test_the_header_and_config_must_name_the_same_thread(base_url: str, header: str | None, configured: Any,
+                                                        status: int) -> None:
+    r = ask(base_url, "hi", user="gina", thread=header, config={"configurable": {"thread_id": configured}})
+    assert r.status_code == status, r.text
+    if status == 200:
+        assert r.json()["output"]["thread_id"] == header
+    else:
+        assert "thread" in r.text
