@@ -23,6 +23,7 @@ than the budget is not cached (search falls back to Chroma).
 
 from __future__ import annotations
 
+import logging
 import marshal
 import threading
 import time
@@ -33,6 +34,8 @@ from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
+
+logger = logging.getLogger("mneme.memory.vector_cache")
 
 DEFAULT_MAX_ROWS = 200_000
 """Default row budget (``Settings.cache_rows``): a cached row costs ~2 KiB of vector (512-d float32) plus its
@@ -133,8 +136,8 @@ def normalized(vectors: Any) -> Matrix:
 
 
 QUANTIZED_MIN_ROWS = 20_000
-"""From this many rows a snapshot ranks in two steps: an int8 copy of the rows is scanned with SIMD (usearch's
-exact search) for the best ``candidates(k)``, then those are re-scored on the rows kept as float16 (half the
+"""From this many rows a snapshot ranks in two steps: an int8 copy of the rows is scanned with SIMD (SimSIMD's
+batched int8 kernel) for the best ``candidates(k)``, then those are re-scored on the rows kept as float16 (half the
 memory of float32: 100 MB instead of 200 MB at 100k rows; a cosine moves by ~1e-4, see ``storage_dtype``).
 The int8 pass reads a quarter of the bytes, with integer SIMD: ~3x faster than the float32 scan at 100k rows;
 below this size the float32 scan is fast enough, exact, and the two-step adds nothing."""
@@ -181,13 +184,40 @@ def quantized(matrix: Matrix, out: npt.NDArray[np.int8] | None = None) -> npt.ND
 _QUANT_BLOCK = 4096
 
 
-def _int8_top(quant: npt.NDArray[np.int8], query: Matrix, count: int) -> npt.NDArray[np.int64]:
-    """Positions of the ``count`` rows of ``quant`` with the highest int8 dot product with ``query``."""
-    from usearch.index import MetricKind, search
+def int8_scores(quant: npt.NDArray[np.int8], query8: npt.NDArray[np.int8]) -> npt.NDArray[np.float64]:
+    """Every row's dot product with ``query8`` (exact integers, as float64).
 
-    found = search(quant, quantized(query.reshape(1, -1))[0], count, MetricKind.IP, exact=True)
-    keys = np.asarray(found.keys, dtype=np.int64)
-    return keys[keys >= 0]
+    SimSIMD's batched int8 kernel, one thread: 4.3 ms for 100k x 512 here, against 10.6 ms for usearch's exact
+    search (same scores; it pays a per-row dispatch and a heap). If SimSIMD refuses the arrays (it does when
+    usearch, which bundles another SimSIMD, was loaded first in the process), blocks of rows are converted to
+    float32 and multiplied by BLAS: slower, the same integers (|sums| < 2^24, exact in float32).
+    """
+    import simsimd
+
+    try:
+        return np.asarray(simsimd.cdist(query8.reshape(1, -1), quant, metric="dot", threads=1))[0]
+    except TypeError as exc:
+        global _warned
+        if not _warned:
+            _warned = True
+            logger.warning("SimSIMD's int8 kernel is unavailable (%s); scanning int8 rows with numpy", exc)
+    q = query8.astype(np.float32)
+    out = np.empty(quant.shape[0], dtype=np.float64)
+    for start in range(0, quant.shape[0], _QUANT_BLOCK):
+        out[start : start + _QUANT_BLOCK] = quant[start : start + _QUANT_BLOCK].astype(np.float32) @ q
+    return out
+
+
+_warned = False
+
+
+def _int8_top(quant: npt.NDArray[np.int8], query: Matrix, count: int) -> npt.NDArray[np.int64]:
+    """Positions of the ``count`` rows of ``quant`` with the highest int8 dot product with ``query`` (rows tied
+    with the ``count``-th are cut in no set order; the float re-score after decides among the rest)."""
+    scores = int8_scores(quant, quantized(query.reshape(1, -1))[0])
+    if count >= scores.shape[0]:
+        return np.arange(scores.shape[0], dtype=np.int64)
+    return np.argpartition(-scores, count - 1)[:count].astype(np.int64)
 
 
 @dataclass(frozen=True)

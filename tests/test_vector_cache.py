@@ -475,6 +475,26 @@ def test_the_int8_first_pass_ranks_like_the_float32_scan(seed: int, monkeypatch:
     assert found / total >= 0.99  # the figure the README states: recall of the float32 top k
 
 
+def test_int8_scores_are_the_exact_integer_dot_products(monkeypatch: pytest.MonkeyPatch) -> None:
+    import simsimd
+
+    from mneme.memory import vector_cache
+
+    rng = np.random.default_rng(4)
+    quant = rng.integers(-127, 128, size=(5000, 512), dtype=np.int8)
+    quant[7] = 127  # the largest |sum| a row can reach: 512 * 127 * 127
+    query = np.full(512, 127, dtype=np.int8)
+    query[:100] = rng.integers(-127, 128, size=100, dtype=np.int8)
+    want = quant.astype(np.int64) @ query.astype(np.int64)
+    assert np.array_equal(vector_cache.int8_scores(quant, query), want)  # SimSIMD's kernel
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise TypeError("Input tensors must have matching datatypes")
+
+    monkeypatch.setattr(simsimd, "cdist", refused)  # as when usearch's bundled SimSIMD was loaded first
+    assert np.array_equal(vector_cache.int8_scores(quant, query), want)  # the numpy fallback
+
+
 def test_the_int8_copy_follows_upserts_and_removals(monkeypatch: pytest.MonkeyPatch) -> None:
     from mneme.memory import vector_cache
 
