@@ -1,7 +1,7 @@
 """The journal's applier: one background thread that moves acknowledged turns into the memory store.
 
 It takes the oldest queued turns (up to ``batch_size``: whatever arrived while the previous batch was
-being stored, and no sooner than ``batch_interval`` after that batch began), plans each (redaction again,
+being stored, and no sooner than ``batch_spacing()`` after that batch began), plans each (redaction again,
 emotion, extraction: the one model call of a turn), then
 stores them all with ONE embedding call and ONE store write (``MemoryService.store_turns``), and only
 then removes them from the journal. A crash anywhere in between replays the batch on the next start,
@@ -39,7 +39,8 @@ class JournalApplier:
     """Applies a ``WriteJournal`` to a ``MemoryService`` in batches, in a daemon thread."""
 
     def __init__(self, journal: WriteJournal, service: MemoryService, *, batch_size: int = 64,
-                 max_backoff: float = 8.0, give_up_after: int = 5, batch_interval: float = 0.2) -> None:
+                 max_backoff: float = 8.0, give_up_after: int = 5, batch_interval: float = 0.2,
+                 max_batch_interval: float = 1.0, write_share: float = 0.05) -> None:
         self.journal = journal
         self.service = service
         self.batch_size = batch_size
@@ -62,6 +63,12 @@ class JournalApplier:
         """Least seconds from one batch's start to the next one's while turns keep coming: a Chroma write costs
         ~10 ms of CPU whatever its size, so under load turns gather into fewer, larger batches (read-your-writes
         does not wait: recall searches the journal; other processes see a turn up to this much later)."""
+        self.max_batch_interval = max_batch_interval
+        self.write_share = write_share
+        """While turns keep coming, the applier spends at most about this share of the time storing: the next
+        batch starts no sooner than the last batch's store duration / ``write_share`` after it began, between
+        ``batch_interval`` and ``max_batch_interval`` (see ``batch_spacing``)."""
+        self._last_write = 0.0
         self._batch_started = 0.0
         self._stop = threading.Event()
         self._running = threading.Event()
@@ -90,6 +97,18 @@ class JournalApplier:
             for rid in ids:
                 last, n = mine.get(rid, (now, 0))
                 mine[rid] = (max(last, now), n + 1)
+
+    def batch_spacing(self) -> float:
+        """Least seconds from one batch's start to the next one's while turns keep coming.
+
+        An embedded Chroma write holds the GIL for its whole duration (its Rust binding waits for its own
+        threads without releasing it: ~20-60 ms a call under load, mostly whatever its size), so every other
+        thread of the server (the requests, recall) stops meanwhile. Spacing batches by the last write's
+        duration bounds that stall to ``write_share`` of the time: under load turns gather into fewer, larger
+        writes (at most ``max_batch_interval`` apart); with few turns a write is cheap and batches follow
+        ``batch_interval``. A turn is acknowledged (journaled) and recallable (journal search) either way.
+        """
+        return max(self.batch_interval, min(self.max_batch_interval, self._last_write / self.write_share))
 
     def drain(self, timeout: float | None = 30.0) -> bool:
         """Wait until the journal holds nothing still to apply; False if ``timeout`` passed first."""
@@ -132,7 +151,7 @@ class JournalApplier:
                 self._apply_touches(now=self._draining)
                 self.journal.wait_for_entries(0.2)
                 continue
-            pause = self.batch_interval - (time.monotonic() - self._batch_started)
+            pause = self.batch_spacing() - (time.monotonic() - self._batch_started)
             if pause > 0 and len(entries) < self.batch_size and not self._draining:
                 self._stop.wait(pause)  # let more turns arrive: one write for all of them
                 entries = self.journal.take(self.batch_size) or entries
@@ -170,13 +189,18 @@ class JournalApplier:
             self._busy = False
 
     def _write_touches(self, touches: dict[str, dict[str, tuple[float, int]]]) -> None:
-        batched = getattr(self.service.store, "count_recalls", None)  # one read + update per collection (Chroma)
+        every = getattr(self.service.store, "count_recalls_of", None)  # all users: one read + update per collection
+        if every is not None:
+            try:
+                with self.service.write_lock:
+                    every(touches)
+                return
+            except Exception as exc:  # noqa: BLE001 - reinforcement is best effort; recall never waits for it
+                logger.warning("could not count recalls of %d users' memories: %s", len(touches), exc)
+                return
         for user_id, counted in touches.items():
             try:
                 with self.service.write_lock:
-                    if batched is not None:
-                        batched(user_id, counted)
-                        continue
                     current = self.service.store.get(user_id, list(counted))
                     updates = {r.id: {"last_accessed": counted[r.id][0],
                                       "access_count": r.access_count + counted[r.id][1]}
@@ -202,7 +226,9 @@ class JournalApplier:
                 if plan is None:  # planned once: a retry after a store outage does not ask the model again
                     plan = self._plans[entry.id] = self.service.plan(request, model=model)
                 plans.append(plan)
+            started = time.monotonic()
             self.service.store_turns(requests, plans)
+            self._last_write = time.monotonic() - started  # the store's part only (planning may wait on a model)
             self.journal.done([e.id for e in entries])
             for entry in entries:
                 self._plans.pop(entry.id, None)

@@ -448,33 +448,53 @@ class ChromaStore:
                 if self._notify is not None:
                     self._notify.update(_key(col, user_id), {rid: changes[rid] for rid in mine})
 
-    @_guarded("count recalls")
     def count_recalls(self, user_id: str, counted: Mapping[str, tuple[float, int]],
                       kinds: Sequence[Kind] = MEMORY_KINDS) -> int:
         """Add recalls to live records of ``user_id`` among ``kinds``: ``{id: (time of the latest, how many)}``
         raises ``access_count`` by how many and moves ``last_accessed`` forward; foreign or missing ids are
-        ignored. One read and one update per collection holding any of them (``get`` then ``update_metadata``
-        read every collection twice). Returns how many records were counted."""
-        user_id = validate_tenant(user_id, allow_shared=True)
-        ids = check_ids(list(counted))
+        ignored. Returns how many records were counted (see ``count_recalls_of``)."""
+        return self.count_recalls_of({user_id: counted}, kinds)
+
+    @_guarded("count recalls")
+    def count_recalls_of(self, counted: Mapping[str, Mapping[str, tuple[float, int]]],
+                         kinds: Sequence[Kind] = MEMORY_KINDS) -> int:
+        """``count_recalls`` for many users at once: ``{user: {id: (time of the latest, how many)}}``.
+
+        One read and one update per collection holding any of the ids, whatever the number of users: an
+        embedded Chroma write holds the GIL for its whole ~15-20 ms (its Rust binding waits for its own
+        threads without releasing it), so one update per user and collection stalled every other thread of
+        a busy server. Each row is counted only for the user it belongs to. Returns how many were counted.
+        """
+        counted = {validate_tenant(user, allow_shared=True): mine for user, mine in counted.items() if mine}
+        ids = check_ids(list(dict.fromkeys(rid for mine in counted.values() for rid in mine)))
         if not ids:
             return 0
-        plan: list[tuple[Collection, dict[str, dict[str, Any]]]] = []
+        plan: list[tuple[Collection, dict[str, dict[str, Any]], dict[tuple[str, str], list[str]]]] = []
         for kind in _kinds(kinds):
             col = self._live[kind]
             hits = _Hits.of(col.get(ids=ids, include=["metadatas"]))
-            changes = {rid: metadata_changes({"last_accessed": max(counted[rid][0], float(meta.get("last_accessed")
-                                                                                          or 0.0)),
-                                              "access_count": int(meta.get("access_count", 0)) + counted[rid][1]})
-                       for rid, meta in zip(hits.ids, hits.metas, strict=True) if meta.get("user_id") == user_id}
+            changes: dict[str, dict[str, Any]] = {}
+            keys: dict[tuple[str, str], list[str]] = {}
+            for rid, meta in zip(hits.ids, hits.metas, strict=True):
+                owner = str(meta.get("user_id"))
+                seen = counted.get(owner, {}).get(rid)
+                if seen is None:  # another tenant's id: never counted
+                    continue
+                changes[rid] = metadata_changes({
+                    "last_accessed": max(seen[0], float(meta.get("last_accessed") or 0.0)),
+                    "access_count": int(meta.get("access_count", 0)) + seen[1]})
+                keys.setdefault(_key(col, owner), []).append(rid)
             if changes:
-                plan.append((col, changes))
-        with self._writing({_key(col, user_id): list(changes) for col, changes in plan}):
-            for col, changes in plan:
-                col.update(ids=list(changes), metadatas=list(changes.values()))  # type: ignore[arg-type]
+                plan.append((col, changes, keys))
+        with self._writing({key: rids for _, _, keys in plan for key, rids in keys.items()}):
+            for col, changes, keys in plan:
+                for start in range(0, len(changes), WRITE_BATCH):
+                    chunk = list(changes)[start : start + WRITE_BATCH]
+                    col.update(ids=chunk, metadatas=[changes[rid] for rid in chunk])  # type: ignore[misc]
                 if self._notify is not None:
-                    self._notify.update(_key(col, user_id), changes)
-        return sum(len(changes) for _, changes in plan)
+                    for key, rids in keys.items():
+                        self._notify.update(key, {rid: changes[rid] for rid in rids})
+        return sum(len(changes) for _, changes, _ in plan)
 
     @_guarded("delete records")
     def delete(

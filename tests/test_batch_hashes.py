@@ -80,3 +80,28 @@ def test_counted_recalls_are_written_with_one_read_and_one_update_per_collection
     store.count_recalls("alice", {mine: (10.0, 1)})  # an older recall adds its count, never moves time back
     (record,) = store.get("alice", [mine])
     assert (record.access_count, record.last_accessed) == (3, 5000.0)
+
+
+def test_recalls_of_many_users_are_written_with_one_update_per_collection(
+        service: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = service.store
+    assert isinstance(store, ChromaStore)
+    alices = service.remember_turn("alice", user_text="I keep bees on my roof in Lyon.").stored[0]
+    bobs = service.remember_turn("bob", user_text="My sister Maren plays the cello.").stored[0]
+    zhangs = service.remember_turn("张三", user_text="我在阳台上养了三盆兰花。").stored[0]
+    updates: list[int] = []
+    for col in store._all:
+        real = col.update
+
+        def counted(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            updates.append(len(kwargs["ids"]))
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(col, "update", counted)
+    touches = {"alice": {alices: (5000.0, 2), bobs: (5000.0, 9)},  # bob's id named by alice: not counted
+               "bob": {bobs: (6000.0, 1)}, "张三": {zhangs: (7000.0, 3)}, "carol": {}}
+    assert store.count_recalls_of(touches) == 3
+    assert updates == [3]  # the three users' episodic rows in one write
+    got = {u: store.get(u, [rid])[0] for u, rid in (("alice", alices), ("bob", bobs), ("张三", zhangs))}
+    assert {u: (r.access_count, r.last_accessed) for u, r in got.items()} == {
+        "alice": (2, 5000.0), "bob": (1, 6000.0), "张三": (3, 7000.0)}

@@ -315,3 +315,34 @@ def test_recalls_are_counted_by_the_background_thread_in_one_write(journal: Writ
     assert service.drain(10)
     [episode] = [r for r in all_records(service, "alice") if r.kind == Kind.EPISODIC]
     assert episode.access_count == 3 and store.add_calls == calls
+
+
+class SlowStore(FlakyStore):
+    """A store whose writes take ``delay`` seconds (as an embedded Chroma write under load does)."""
+
+    delay = 0.0
+
+    def add(self, records: Sequence[MemoryRecord]) -> None:
+        """Wait ``delay``, then add."""
+        time.sleep(self.delay)
+        super().add(records)
+
+
+def test_batches_are_spaced_by_how_long_the_last_store_took(journal: WriteJournal) -> None:
+    store = SlowStore(FakeEmbeddings())
+    service = make(journal, store=store)
+    applier = service.applier
+    assert applier is not None
+    assert applier.batch_spacing() == applier.batch_interval  # nothing stored yet: the floor
+    service.enqueue_turn("alice", user_text="I like oolong tea")
+    assert service.drain(10)
+    assert applier.batch_interval <= applier.batch_spacing() < applier.max_batch_interval  # a fast write
+    store.delay = 0.02
+    service.enqueue_turn("张三", user_text="我喜欢喝乌龙茶")
+    assert service.drain(10)
+    # a write of >= 20 ms at a 5 % share: the next batch starts >= 0.4 s after this one began
+    assert 0.02 / applier.write_share <= applier.batch_spacing() <= applier.max_batch_interval
+    store.delay = 0.3
+    service.enqueue_turn("bob", user_text="I like green tea")
+    assert service.drain(10)
+    assert applier.batch_spacing() == applier.max_batch_interval  # capped: a turn waits at most that long
