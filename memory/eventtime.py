@@ -12,20 +12,31 @@ record (``event_start`` / ``event_end`` metadata). At recall, ``event_affinity``
 the window gains almost nothing, a weekend next to it about what a day would). Ranking takes the better of the
 record's own time and its event time, so a mention can only gain from it.
 
-Known limit: the parser reads a date without a year as the latest such date not after the moment said, so a
-plan ("5月20日我要去北京", said on 10 May) gets last year's 20 May as its event span.
+Plans: the parser reads a date without a year as the latest such date not after the moment said, which is right
+for what happened ("5月20日我去了北京", said in June) but not for a plan ("5月20日我要去北京", said on 10 May, is
+this 20 May, not last year's). When the words say it is a plan (``PLAN_RE``: 打算, 准备, 计划, 要去 …, "will",
+"going to", "plan to" …) and a date without a year came out in the past, the span is that date's next occurrence
+(within the year ahead). Relative expressions ("上周", "two weekends ago") are left as they are.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mneme.memory.timewindow import DAY, TimeWindow, parse_time_window
 
 START, END = "event_start", "event_end"
 """The metadata keys of a record's event span (POSIX seconds, ``[start, end)``)."""
+
+PLAN_RE = re.compile(
+    r"打算|准备|计划|将要|将会|即将|想要去|要去|要来|要回|要到|会去|约好|预定|预约"
+    r"|\b(?:will|shall|going to|gonna|plan(?:ning|s)? to|about to|intend(?:s|ing)? to|scheduled)\b|'ll\b",
+    re.IGNORECASE)
+"""Words that make a sentence a plan: a date without a year in it lies ahead, not behind."""
 
 
 def event_span(text: str, said_at: float, *, reply: str = "") -> tuple[float, float] | None:
@@ -39,9 +50,30 @@ def _span(text: str, said_at: float) -> tuple[float, float] | None:
     window = parse_time_window(text, said_at)
     if window is None or window.contains(said_at) or window.end <= window.start:
         return None
+    if window.end <= said_at and PLAN_RE.search(text):
+        window = _ahead(text, said_at, window)
     if window.start <= said_at - said_at % DAY < window.end:  # the day it was said ("今天", "this morning")
         return None
     return window.start, window.end
+
+
+def _ahead(text: str, said_at: float, window: TimeWindow) -> TimeWindow:
+    """The next occurrence of a date without a year that ``window`` read in the past, else ``window``: the same
+    words read a year later name the same day one calendar year on only when the date had no year."""
+    said = datetime.fromtimestamp(said_at, UTC)
+    try:
+        later = said.replace(year=said.year + 1)
+    except ValueError:  # 29 February
+        later = said + timedelta(days=365)
+    moved = parse_time_window(text, later.timestamp())
+    if moved is None or moved.start <= said_at:
+        return window
+    start = datetime.fromtimestamp(window.start, UTC).date()
+    try:
+        one_year_on = start.replace(year=start.year + 1)
+    except ValueError:
+        return window
+    return moved if datetime.fromtimestamp(moved.start, UTC).date() == one_year_on else window
 
 
 def span_of(metadata: Mapping[str, Any]) -> tuple[float, float] | None:

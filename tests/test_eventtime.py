@@ -115,3 +115,23 @@ def test_a_turn_is_found_for_the_weekend_it_tells_of(lang: str) -> None:
     assert got[0].text.removeprefix("user: ") == told
     assert got[0].signals["time"] > 0.9  # said eleven days after the 9th: by its own time it would be ~0.03
     assert all(it.signals["time"] < 0.3 for it in got[1:])
+
+
+MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("5月20日我要去北京出差", (date(2024, 5, 20), date(2024, 5, 21))),
+    ("我打算3月去日本看樱花", (date(2025, 3, 1), date(2025, 4, 1))),
+    ("I'm going to Paris on June 3", (date(2024, 6, 3), date(2024, 6, 4))),
+    ("We will move house on 2 February", (date(2025, 2, 2), date(2025, 2, 3))),
+    # what happened keeps the latest such date behind
+    ("5月2日我去了北京", (date(2024, 5, 2), date(2024, 5, 3))),
+    ("3月我去日本看了樱花", (date(2024, 3, 1), date(2024, 4, 1))),
+    ("I went to Paris on June 3", (date(2023, 6, 3), date(2023, 6, 4))),
+    # relative expressions are not moved, plan or not
+    ("上周我打算去爬山，结果下雨了", (date(2024, 4, 29), date(2024, 5, 6))),
+    ("Two weekends ago I planned to go hiking", (date(2024, 4, 27), date(2024, 4, 29))),
+])
+def test_a_plan_names_the_next_such_date_what_happened_the_last(text: str, expected: tuple[date, date]) -> None:
+    assert days(event_span(text, MAY_10)) == expected
