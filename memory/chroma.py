@@ -72,6 +72,7 @@ from mneme.memory.base import (
     Where,
     validate_tenant,
 )
+from mneme.memory.cached_records import record_of
 from mneme.memory.heap import release_free_memory
 from mneme.memory.indexing import search_text
 from mneme.memory.records import (
@@ -388,11 +389,11 @@ class ChromaStore:
         ranked.sort(key=lambda hit: (-hit[0], hit[1]))
         out: list[ScoredRecord] = []
         for score, rid, i, pos in ranked[:k]:
-            text, meta = snaps[i].rows[pos]
-            if meta.get("user_id") != sources[i][1]:  # rows come from this tenant's scoped read; check anyway
+            record = record_of(rid, snaps[i].rows, pos)
+            if record.user_id != sources[i][1]:  # rows come from this tenant's scoped read; check anyway
                 self._cache.invalidate(keys[i])
                 return None
-            out.append(ScoredRecord(from_metadata(rid, text, meta, archived=False), score))
+            out.append(ScoredRecord(record, score))
         return out
 
     @_guarded("get records")
@@ -405,11 +406,12 @@ class ChromaStore:
         found: dict[str, MemoryRecord] = {}
         for col in self._all if kinds is None else [self._live[kind] for kind in _kinds(kinds)]:
             # embedded, a loaded cache entry is exact (this process is the only writer): no Chroma call
-            cached = self._cache.rows_of(_key(col, user_id), wanted) \
+            cached = self._cache.positions_of(_key(col, user_id), wanted) \
                 if self._cache is not None and not self.remote and col is not self._archive else None
             if cached is not None:
-                for rid, (cached_text, meta) in cached.items():
-                    found[rid] = from_metadata(rid, cached_text, meta, archived=False)
+                rows, positions = cached
+                for rid, pos in positions.items():
+                    found[rid] = record_of(rid, rows, pos)
                 continue
             # by primary key alone (a ``where`` here costs a metadata scan); the tenant is checked row by row
             hits = _Hits.of(col.get(ids=wanted, include=["documents", "metadatas"]))

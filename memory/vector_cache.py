@@ -85,8 +85,12 @@ class PackedRows(Sequence[Row]):
 
     def __getitem__(self, index: int | slice) -> Row | list[Row]:
         if isinstance(index, slice):
-            return [_unpack(blob) for blob in self._blobs[index]]
-        return _unpack(self._blobs[index])
+            return [unpack(blob) for blob in self._blobs[index]]
+        return unpack(self._blobs[index])
+
+    def blob(self, index: int) -> bytes:
+        """The packed bytes of the row at ``index`` (a changed row is packed anew: new bytes)."""
+        return self._blobs[index]
 
     def append(self, row: Row) -> None:
         """Add ``row`` at the end."""
@@ -112,7 +116,8 @@ def _pack(row: Row) -> bytes:
     return marshal.dumps((text, dict(meta)))
 
 
-def _unpack(blob: bytes) -> Row:
+def unpack(blob: bytes) -> Row:
+    """A packed row's ``(text, metadata)``, decoded fresh."""
     text, meta = marshal.loads(blob)  # noqa: S302 - our own blobs, made in this process by _pack
     return text, meta
 
@@ -472,6 +477,15 @@ class VectorCache:
             if entry is None:
                 return None
             return {rid: entry.rows[entry.index[rid]] for rid in ids if rid in entry.index}
+
+    def positions_of(self, key: Key, ids: Sequence[str]) -> tuple[Sequence[Row], dict[str, int]] | None:
+        """The rows of a loaded ``key`` (never changed in place) and the positions of those of ``ids`` it holds,
+        or ``None`` if not loaded; ``rows_of`` without decoding. Same caveat: for the store's sole writer."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            return entry.rows, {rid: entry.index[rid] for rid in ids if rid in entry.index}
 
     def upsert(self, key: Key, ids: Sequence[str], embeddings: Any, rows: Sequence[Row]) -> None:
         """Replace or append rows of a loaded key (a key not loaded only records the change)."""
