@@ -4,7 +4,8 @@ drops, cleanly or inside a chunked body).
 Decision: a broken-off answer is never shown as an answer. The stream withdraws what it showed
 (``{"reset": true, "reason": ...}``); the model is asked once more (a transient failure), and if it breaks off
 again the labelled memory-only reply replaces it, with ``degraded`` set. After the last reset the deltas add up
-to the final ``answer`` exactly. ``mneme chat`` (which prints whole replies), ``/agent/invoke``,
+to the final ``answer`` exactly. ``mneme chat`` (on a terminal it prints the answer as it streams; what a
+terminal shows last is the reply), ``/agent/invoke``,
 ``/agent/stream`` and the playground end with the same reply; the half answer is neither kept in the thread
 nor stored as the assistant's words.
 """
@@ -134,3 +135,60 @@ def test_chat_invoke_and_stream_end_with_the_same_reply(
     assert streamed["answer"] == invoked["answer"] == cli  # one reply, whichever way it was asked
     assert labels.MODEL_UNAVAILABLE in streamed["degraded"] and streamed["degraded"] == invoked["degraded"]
     assert "model unavailable" in proc.stderr.decode()
+
+
+class Writes:
+    """A terminal's stdout: every write kept apart, so streaming shows as several writes."""
+
+    def __init__(self) -> None:
+        self.writes: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    @property
+    def text(self) -> str:
+        return "".join(self.writes)
+
+
+def chat_turn(graph: Any, text: str) -> tuple[str, Writes]:
+    from mneme.cli.chat import stream_reply
+
+    out = Writes()
+    answer = stream_reply(graph, text, config={"configurable": {"thread_id": "u1:c1"}},
+                          context={"user_id": "u1"}, out=out, shown=set())  # type: ignore[arg-type]
+    return answer, out
+
+
+def test_a_terminal_chat_prints_the_answer_as_the_model_writes_it(fake_openai: FakeOpenAIServer) -> None:
+    _, _, graph = agent(fake_openai)
+    fake_openai.script(WHOLE, {})
+    answer, out = chat_turn(graph, "what is oolong?")
+    assert answer == WHOLE and out.text == WHOLE + "\n"
+    words = [w for w in out.writes if w.strip()]
+    assert len(words) == len(WHOLE.split())  # word by word, as the fake model streams it
+
+
+def test_a_terminal_chat_withdraws_a_broken_off_answer_and_ends_with_the_reply(
+        fake_openai: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]) -> None:
+    _, _, graph = agent(fake_openai)
+    fake_openai.script(Cut(after=4, text=f"{HALF} then more"), WHOLE, {})
+    answer, out = chat_turn(graph, "I like oolong tea, what is it?")
+    assert answer == WHOLE
+    half, rest = out.text.split("\n", 1)
+    assert half.split() == HALF.split()[:4] and rest == WHOLE + "\n"  # the last line printed is the reply
+    assert "broke off" in capsys.readouterr().err
+
+
+def test_a_terminal_chat_replaces_a_dead_stream_with_the_labelled_memory_reply(
+        fake_openai: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]) -> None:
+    _, _, graph = agent(fake_openai)
+    fake_openai.fail(Cut(after=5, text=f"{HALF} more words"))
+    answer, out = chat_turn(graph, "I like oolong tea, what is it?")
+    assert answer.startswith(LINE_EN) and "Fujian" not in answer
+    assert out.text.endswith("\n" + answer + "\n")
+    assert "model unavailable" in capsys.readouterr().err

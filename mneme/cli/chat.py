@@ -1,6 +1,7 @@
 """``mneme chat``: talk to the agent in a terminal, or script it one message per line.
 
-On a terminal it is an interactive prompt with a one-line banner, line editing and history (readline). With
+On a terminal it is an interactive prompt with a one-line banner, line editing and history (readline), and the
+answer is printed as the model writes it (``stream_reply``). With
 stdin from a pipe or file it reads one message per line and prints exactly one reply per message (a reply
 may span lines), flushed after each, so other programs can drive it. Slash commands (``/help``) are
 answered, never stored (``mneme.cli.chat_commands``). No line ends the session: a failure is one line on
@@ -13,6 +14,7 @@ import argparse
 import logging
 import sys
 import uuid
+from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any, TextIO
 
@@ -70,10 +72,10 @@ def close_after_drain(service: Any, *, timeout: float = DRAIN_SECONDS) -> None:
     service.close(drain_timeout=0)
 
 
-def reply(graph: Any, message: str, *, config: dict[str, Any], context: dict[str, Any]) -> str:
-    """One turn: the agent's answer to ``message`` (errors become a labelled reply, never a crash)."""
+def _guarded(turn: Callable[[], dict[str, Any]]) -> dict[str, Any] | str:
+    """The turn's final state, or the ``[error] …`` reply its failure becomes (one stderr line, never a crash)."""
     try:
-        state = graph.invoke({"messages": [{"role": "user", "content": message}]}, config, context=context)
+        state = turn()
     except MnemeError as exc:
         print(f"mneme: error: {exc}", file=sys.stderr, flush=True)
         return f"[error] {exc}"
@@ -83,7 +85,61 @@ def reply(graph: Any, message: str, *, config: dict[str, Any], context: dict[str
         return f"[error] {type(exc).__name__}: {exc}"
     if state.get("degraded"):
         print(f"mneme: {'; '.join(state['degraded'])}", file=sys.stderr, flush=True)
-    return str(state.get("answer", ""))
+    return state
+
+
+def reply(graph: Any, message: str, *, config: dict[str, Any], context: dict[str, Any]) -> str:
+    """One turn: the agent's answer to ``message`` (errors become a labelled reply, never a crash)."""
+    state = _guarded(lambda: graph.invoke({"messages": [{"role": "user", "content": message}]}, config,
+                                          context=context))
+    return state if isinstance(state, str) else str(state.get("answer", ""))
+
+
+def stream_reply(graph: Any, message: str, *, config: dict[str, Any], context: dict[str, Any], out: TextIO,
+                 shown: set[str]) -> str:
+    """One turn on a terminal: the model's answer printed as it is written, then the line ends; returns the
+    final answer. Text the model broke off is withdrawn the way ``/agent/stream`` withdraws it (``StreamedReply``):
+    a stderr line says why and the answer follows on a new line, so the last thing printed is the reply. A reply
+    that did not stream (memory-only, a degraded answer, an error) is printed whole."""
+    from langchain_core.messages import AIMessageChunk
+
+    from mneme.http_turn import StreamedReply
+
+    streamed = StreamedReply()
+
+    def show(events: list[dict[str, Any]]) -> None:
+        for event in events:
+            if event.get("reset"):
+                print(file=out, flush=True)
+                print(f"mneme: {event['reason']}", file=sys.stderr, flush=True)
+            else:
+                out.write(event["delta"])
+                out.flush()
+
+    def turn() -> dict[str, Any]:
+        state: dict[str, Any] = {}
+        for mode, chunk in graph.stream({"messages": [{"role": "user", "content": message}]}, config,
+                                        context=context, stream_mode=["messages", "values"]):
+            if mode == "values":
+                state = chunk
+                continue
+            part, meta = chunk
+            if meta.get("langgraph_node") == "generate" and isinstance(part, AIMessageChunk):
+                show(streamed.add(part.id, part.text))
+        return state
+
+    state = _guarded(turn)
+    answer = state if isinstance(state, str) else str(state.get("answer", ""))
+    if not streamed.text:
+        print(label_once(answer, shown), file=out, flush=True)
+        return answer
+    if isinstance(state, str):  # failed after some text was shown: end that line, then the error reply
+        print(file=out)
+        print(answer, file=out, flush=True)
+        return answer
+    show(streamed.settle(answer, list(state.get("degraded") or [])))
+    print(file=out, flush=True)
+    return answer
 
 
 def label_once(answer: str, shown: set[str]) -> str:
@@ -165,5 +221,8 @@ def _one_line(stdin: TextIO, stdout: TextIO, *, interactive: bool, user: str, th
             return False
         print(outcome.text, file=stdout, flush=True)
         return True
-    print(label_once(reply(graph, line, config=config, context=context), shown), file=stdout, flush=True)
+    if interactive:  # a person watching: the answer as the model writes it
+        stream_reply(graph, line, config=config, context=context, out=stdout, shown=shown)
+    else:  # a script: exactly one reply per line, printed whole
+        print(label_once(reply(graph, line, config=config, context=context), shown), file=stdout, flush=True)
     return True
