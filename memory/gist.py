@@ -107,7 +107,7 @@ _EN_GENERIC_WORDS = """today yesterday really feel feeling felt like think know 
 anything everything someone because about would could should just still even much always never
 every said says tell told make made going been being doing whole today's since sometimes front here
 there back away around again maybe lately moved went came getting started help yeah thanks sorry wow hey
-unfortunately pretty"""
+unfortunately pretty last next first keep keeps kept ever else once other"""
 _EN_GENERIC = frozenset(_EN_GENERIC_WORDS.split())
 _GRAPHIC_RE = re.compile(
     r"血|割腕|自残|跳楼|上吊|安眠药|吞药|刀|杀|强奸|性侵|尸体|打我|揍我|虐待|遗书"

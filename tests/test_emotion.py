@@ -139,3 +139,16 @@ def test_feelings_of_both_kinds_are_mixed_not_negative(text: str) -> None:
                                   "我很兴奋，但更多的是焦虑和难过"])
 def test_one_side_outweighing_the_other_by_an_intensifier_decides(text: str) -> None:
     assert detect_emotion(text).label == "negative"
+
+
+@pytest.mark.parametrize(("message", "kept", "left"), [
+    ("my boyfriend broke up with me last night by text, I keep crying and I can't focus at work",
+     {"boyfriend", "crying"}, {"last", "keep", "night"}),
+    ("I'm anxious, my thesis defence is next week and I have kept failing the first experiment",
+     {"thesis", "defence"}, {"next", "kept", "first"}),
+])
+def test_key_terms_are_content_words_not_time_or_aspect_words(message: str, kept: set[str], left: set[str]) -> None:
+    from mneme.memory.gist import key_terms
+
+    terms = set(key_terms(message, [], zh=False))
+    assert kept <= terms and not (left & terms)
