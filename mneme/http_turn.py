@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from mneme.errors import InvalidInputError
 from mneme.graph.context import Context, resolve_context
+from mneme.langserve_events import without_event_log
 from mneme.limits import check_messages
 from mneme.threads import unscoped_thread_id
 
@@ -221,14 +222,26 @@ class StreamedReply:
 
 
 class _StreamingLambda(RunnableLambda):  # type: ignore[type-arg]
-    """A turn whose ``astream`` yields the reply's tokens as the model writes them, then the turn's object."""
+    """A turn whose ``astream`` yields the reply's tokens as the model writes them, then the turn's object.
+
+    Every entry point runs without LangServe's unread event log (``mneme.langserve_events``).
+    """
 
     streamer: Callable[[Any, RunnableConfig], AsyncIterator[dict[str, Any]]] | None = None
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """One turn (sync)."""
+        return super().invoke(input, without_event_log(config), **kwargs)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """One turn."""
+        return await super().ainvoke(input, without_event_log(config), **kwargs)
 
     async def astream(  # type: ignore[override]
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any,
     ) -> AsyncIterator[dict[str, Any]]:
         """``{"delta": text}`` chunks of the reply (when a model streams it), then the ``TurnOutput`` object."""
+        config = without_event_log(config)
         if self.streamer is None:  # a plain lambda: its one output
             async for chunk in super().astream(input, config, **kwargs):
                 yield chunk
