@@ -43,6 +43,8 @@ class Context(RecallOptions):
             raise InvalidInputError("memory_weight and document_weight must not be negative")
         if not 0.0 <= float(self.keyword_weight) <= 1.0:
             raise InvalidInputError(f"keyword_weight must be between 0 and 1, got {self.keyword_weight}")
+        if not 0.0 <= float(self.answer_weight) <= 1.0:
+            raise InvalidInputError(f"answer_weight must be between 0 and 1, got {self.answer_weight}")
         if not 0.0 <= float(self.neighbour_share) < 1.0:
             raise InvalidInputError(f"neighbour_share must be at least 0 and below 1, got {self.neighbour_share}")
         if not 1 <= int(self.thread_turns) <= 100:

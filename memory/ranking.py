@@ -7,7 +7,8 @@ an index or a clock, so the maths can be tested and reused (evaluation, other st
 
 The score of a candidate, in order: each channel normalised over the pool (dense min-max, keyword by its
 maximum), fused ``(1 - keyword_weight)·dense + keyword_weight·keyword``; plus ``time_weight`` × the affinity
-to a time window the query names (by the record's own time or the time it tells of, ``eventtime``); times
+to a time window the query names (by the record's own time or the time it tells of, ``eventtime``); plus
+``answer_weight`` when the query asks when and the record tells a time (``answertype``); times
 the weight of its source (memory or document; weight 0 drops the source); bent by the bounded forgetting
 curve (memories only); dropped below ``score_floor``.
 
@@ -21,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mneme.memory.answertype import tells_when
 from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.eventtime import event_affinity, span_of
 from mneme.memory.forgetting import ForgettingPolicy, combine, retention
@@ -63,6 +65,9 @@ class RecallOptions:
     keyword_weight: float = field(default=0.7, metadata=_d(
         "Share of the keyword channel in the fused relevance (the rest is the dense channel)."))
     time_weight: float = field(default=0.6, metadata=_d("Bonus for items inside a time window the query names."))
+    answer_weight: float = field(default=0.2, metadata=_d(
+        "Bonus, for a question asking when or how long, to items that tell a time or a duration "
+        "(memory/answertype.py); 0 turns it off."))
     neighbour_share: float = field(default=0.5, metadata=_d(
         "Share of a neighbouring turn's lead in relevance that an item inherits (same thread, adjacent, one "
         "sitting; memory/neighbours.py); 0 turns it off."))
@@ -119,9 +124,10 @@ class Candidate:
 
 def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
          window: TimeWindow | None = None, forgetting: ForgettingPolicy | None = None,
-         baseline: float | None = None) -> list[Recalled]:
+         baseline: float | None = None, asks_when: str | None = None) -> list[Recalled]:
     """Score every candidate as the module docstring says; all that pass the floor, best first (ties by id).
 
+    ``asks_when`` is what the query asks for (``answertype.asks_when``: "when", "how long" or None).
     ``baseline`` (the query's cosine to unrelated texts, ``relevance.NullBaseline``) adds the signal
     ``relevant`` (1 or 0) to each item; with ``options.relevance_floor`` irrelevant items are dropped.
     """
@@ -150,6 +156,9 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
                 affinity = max(affinity, event_affinity(event, window))
             relevance += options.time_weight * affinity
             signals["time"] = affinity
+        if asks_when and options.answer_weight and tells_when(rec, asks_when):  # answered by what says when
+            relevance += options.answer_weight
+            signals["when"] = 1.0
         is_doc = rec.kind == Kind.DOCUMENT
         weight = options.document_weight if is_doc else options.memory_weight
         if weight <= 0:  # weight 0 switches a source off, it does not just sink it to score 0

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from mneme.clock import Clock, system_clock
 from mneme.memory import documents
+from mneme.memory.answertype import asks_when
 from mneme.memory.base import (
     MEMORY_KINDS,
     SHARED_TENANT,
@@ -231,7 +232,7 @@ class MemoryService:
         baseline = self._null_baseline().of(vector)
         strict = opts.relevance_floor  # applied below, once documents are judged by their sentences too
         ranked = rank(candidates, replace(opts, relevance_floor=False), now=now, window=window,
-                      forgetting=self.forgetting, baseline=baseline)
+                      forgetting=self.forgetting, baseline=baseline, asks_when=asks_when(query))
         if pending:
             ranked = sorted(ranked + self._pending_items(pending, opts, window, exclude=set(records)),
                             key=lambda it: (-it.score, it.id))

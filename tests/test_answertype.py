@@ -1,0 +1,95 @@
+"""A question that asks when is answered by the turn that says when (memory/answertype.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mneme.clock import FixedClock
+from mneme.errors import InvalidInputError
+from mneme.graph.context import Context
+from mneme.memory.answertype import asks_when, tells_when
+from mneme.memory.base import Kind, MemoryRecord
+from mneme.memory.eventtime import END, START
+from mneme.memory.inprocess import InProcessStore
+from mneme.memory.keyword import KeywordIndex
+from mneme.memory.ranking import RecallOptions
+from mneme.memory.service import MemoryService
+from mneme.memory.timewindow import DAY
+from mneme.testing import FakeEmbeddings
+
+MON_17_JULY = 1689552000.0  # 2023-07-17 00:00 UTC
+
+
+@pytest.mark.parametrize("query", [
+    "When did Melanie go camping?", "when was Jon in Paris", "How long has Caroline had her friends?",
+    "What day did we meet?", "我什么时候开始学钢琴的？", "我们哪天去的博物馆？", "我学画画多久了？",
+    "那是哪一年的事？"])
+def test_questions_that_ask_when(query: str) -> None:
+    assert asks_when(query) == ("how long" if "long" in query or "多久" in query else "when")
+
+
+@pytest.mark.parametrize("query", [
+    "Where did Melanie go camping?", "What did Jon see in Paris?", "Who is Caroline's mentor?", "Whenever is fine.",
+    "我在哪里学钢琴？", "我喜欢什么颜色？", "我上周末干什么了？"])
+def test_questions_that_do_not(query: str) -> None:
+    assert not asks_when(query)
+
+
+def record(text: str, **metadata: float) -> MemoryRecord:
+    return MemoryRecord(id="r", user_id="u", kind=Kind.EPISODIC, text=text, created_at=0.0, metadata=dict(metadata))
+
+
+@pytest.mark.parametrize("text", [
+    "user: I've known these friends for 4 years.", "user: We have been married for a few years now.",
+    "user: 我学钢琴三年了。", "user: 我们认识10年了", "user: 这个习惯坚持了两个月了"])
+def test_a_duration_tells_how_long(text: str) -> None:
+    assert tells_when(record(text), "how long")
+    assert not tells_when(record(text), "when")  # "when" is answered by a time, not a duration
+
+
+def test_a_stored_event_span_tells_when_and_plain_talk_does_not() -> None:
+    assert tells_when(record("user: we went camping", **{START: 1.0, END: 2.0}))
+    assert not tells_when(record("user: we went camping", **{START: 2.0, END: 1.0}))  # not a valid span
+    assert not tells_when(record("user: Camping is the best, I love camping in the mountains."))
+    assert not tells_when(record("user: 露营真好玩，我最喜欢去山里露营。"))
+
+
+CASES = {
+    "zh": ("两个周末前我们全家去山里露营了。", "我们全家什么时候去露营的？",
+           ["我们全家都喜欢去露营，很开心。", "露营的装备我们全家准备好了。"]),
+    "en": ("We went camping as a family two weekends ago.", "When did we go camping as a family?",
+           ["We went camping as a family, it was fun.", "We got new camping gear for the family."]),
+}
+
+
+@pytest.mark.parametrize("lang", sorted(CASES))
+@pytest.mark.parametrize("weight", [0.0, 0.2])
+def test_the_turn_that_says_when_comes_first(lang: str, weight: float) -> None:
+    told, question, talk = CASES[lang]
+    service = MemoryService(InProcessStore(FakeEmbeddings()), keyword=KeywordIndex(None),
+                            clock=FixedClock(MON_17_JULY + 2 * DAY))
+    for n, text in enumerate(talk):  # other days' talk about the topic, with more of the question's words
+        service.remember_turn("u", user_text=text, assistant_text="", thread_id=f"o{n}",
+                              now=MON_17_JULY - (n + 3) * DAY)
+    service.remember_turn("u", user_text=told, assistant_text="", thread_id="t", now=MON_17_JULY)
+    got = service.recall("u", question, options=RecallOptions(k=3, reinforce=False, neighbour_share=0.0,
+                                                              answer_weight=weight))
+    first = got[0].text.removeprefix("user: ")
+    if weight:
+        assert first == told and got[0].signals["when"] == 1.0
+        assert all("when" not in it.signals for it in got[1:])
+    else:  # without the answer type, the turns that repeat the topic's words win: the case is a real one
+        assert first != told
+
+
+def test_a_non_when_question_gets_no_bonus() -> None:
+    service = MemoryService(InProcessStore(FakeEmbeddings()), keyword=KeywordIndex(None), clock=FixedClock(MON_17_JULY))
+    service.remember_turn("u", user_text=CASES["en"][0], assistant_text="", thread_id="t", now=MON_17_JULY)
+    got = service.recall("u", "Where did we go camping as a family?", options=RecallOptions(reinforce=False))
+    assert got and "when" not in got[0].signals
+
+
+def test_context_refuses_an_answer_weight_outside_the_unit_interval() -> None:
+    with pytest.raises(InvalidInputError, match="answer_weight"):
+        Context(user_id="u", answer_weight=1.5)
+    assert Context(user_id="u", answer_weight=0.0).answer_weight == 0.0
