@@ -256,7 +256,10 @@ def create_app(
     """
     from langserve import add_routes
 
+    from mneme.langserve_response import install as encode_responses_once
     from mneme.threads import aopen_checkpointer
+
+    encode_responses_once()  # LangServe's JSON, without walking each response twice (mneme.langserve_response)
 
     settings = settings or Settings.from_env()
     limits = limits_of(settings)
