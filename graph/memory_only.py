@@ -15,13 +15,13 @@ from typing import Any
 from mneme.clock import to_iso
 from mneme.memory.passages import sentences
 from mneme.memory.tokenize import tokenize
-from mneme.memory.writing import TurnPlan, WritePolicy, plan_turn
+from mneme.memory.writing import TurnPlan, WritePolicy, preview_plan
 from mneme.prompts import MEMORY_ONLY_DOCUMENT, MEMORY_ONLY_ITEM, reply_texts
 
 
 def turn_plan(message: str, *, policy: WritePolicy | None = None) -> TurnPlan:
     """What the writing policy keeps of this turn in memory-only mode (no model, no assistant text)."""
-    return plan_turn(message, "", policy=policy or WritePolicy())
+    return preview_plan(message, "", policy or WritePolicy())
 
 
 def kept_line(plan: TurnPlan, texts: Mapping[str, str]) -> str | None:

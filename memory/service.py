@@ -50,7 +50,7 @@ from mneme.memory.ranking import CANDIDATE_POOL, Candidate, Recalled, RecallOpti
 from mneme.memory.redaction import redact
 from mneme.memory.relevance import NullBaseline
 from mneme.memory.timewindow import TimeWindow, parse_time_window, time_affinity
-from mneme.memory.writing import TurnPlan, WritePolicy, aplan_turn, plan_turn
+from mneme.memory.writing import TurnPlan, WritePolicy, aplan_turn, plan_turn, preview_plan
 
 if TYPE_CHECKING:
     from mneme.memory.applier import JournalApplier
@@ -389,7 +389,7 @@ class MemoryService:
         if model is not None and self.applier is not None:
             self.applier.model = model  # the graph's model does the extraction when the batch is applied
         # The no-model plan: the skip decision (model-independent) and what recall shows while queued.
-        preview = plan_turn(user_text, assistant_text, policy=self.writing, model=None)
+        preview = preview_plan(user_text, assistant_text, self.writing)
         report = WriteReport(redactions=dict(preview.redactions))
         if preview.skipped:
             report.skipped = preview.skip_reason

@@ -28,6 +28,7 @@ caller can skip exact repeats without the hash ever being computed over identifi
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import statistics
@@ -285,6 +286,14 @@ def plan_turn(
         except ModelOutputError as exc:
             _failed(draft, exc)
     return _finish(draft, out, policy)
+
+
+@functools.lru_cache(maxsize=256)
+def preview_plan(user_text: str, assistant_text: str, policy: WritePolicy) -> TurnPlan:
+    """``plan_turn`` without a model, remembered per texts and policy: a served memory-only turn asks for the
+    same plan twice (the reply's "kept" line, then the journal entry's skip decision and preview), each a
+    redaction, low-value, emotion and pattern pass. The plan is shared: callers only read it."""
+    return plan_turn(user_text, assistant_text, policy=policy, model=None)
 
 
 async def aplan_turn(
