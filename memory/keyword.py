@@ -229,13 +229,15 @@ class KeywordIndex:
         k: int = 10,
         include_shared: bool = False,
         archived: bool | None = False,
+        kinds_found: dict[str, str] | None = None,
     ) -> list[tuple[str, float]]:
         """The ``k`` best entries of ``user_id`` for ``query`` as ``(id, score)``, best first.
 
         Scores are BM25 (positive, higher is better; comparable within one query). ``kinds`` narrows by
         kind; ``include_shared`` adds ``~shared`` documents (scored with the shared corpus's own
         statistics); ``archived`` False searches live entries, True the archive, None both. A query with
-        no searchable word returns ``[]``.
+        no searchable word returns ``[]``. ``kinds_found``, if given, receives each hit's indexed kind (read
+        with the hit: recall needs it to read the hits from their collections, without a ``kinds_of`` query).
         """
         user_id = validate_tenant(user_id, allow_shared=True)
         if k <= 0 or (kinds is not None and not list(kinds)):
@@ -244,7 +246,7 @@ class KeywordIndex:
         if not terms:
             return []
         tenants = [user_id] if not include_shared or user_id == SHARED_TENANT else [user_id, SHARED_TENANT]
-        hits: list[tuple[str, float]] = []
+        hits: list[tuple[str, float, str]] = []
         with self._lock:
             try:
                 for tenant in tenants:
@@ -252,7 +254,9 @@ class KeywordIndex:
             except sqlite3.Error as exc:
                 raise self._error("search", exc) from exc
         hits.sort(key=lambda h: (-h[1], h[0]))
-        return hits[:k]
+        if kinds_found is not None:
+            kinds_found.update((i, kind) for i, _, kind in hits[:k])
+        return [(i, s) for i, s, _ in hits[:k]]
 
     # -- agreement with the store ------------------------------------------------------------------
 
@@ -343,7 +347,7 @@ class KeywordIndex:
 
     def _search_tenant(
         self, user_id: str, terms: list[str], kinds: Sequence[str] | None, k: int, archived: bool | None
-    ) -> list[tuple[str, float]]:
+    ) -> list[tuple[str, float, str]]:
         conn = self._conn
         row = conn.execute("SELECT tid, n, total_len FROM kw_tenants WHERE user_id = ?", (user_id,)).fetchone()
         if row is None or row[1] <= 0:
@@ -380,7 +384,7 @@ class KeywordIndex:
             f"WITH q(term, w) AS (VALUES {','.join(['(?, ?)'] * len(chosen))}),",
             "hits AS (SELECT p.rid, SUM(q.w * p.tf * ? / (p.tf + ? * (1 - ? + ? * p.dl / ?))) AS s",
             "FROM q JOIN kw_post p ON p.tid = ? AND p.term = q.term GROUP BY p.rid ORDER BY s DESC)",
-            "SELECT d.id, hits.s FROM hits JOIN kw_docs d ON d.rid = hits.rid WHERE 1",
+            "SELECT d.id, hits.s, d.kind FROM hits JOIN kw_docs d ON d.rid = hits.rid WHERE 1",
         ]
         params: list[Any] = [*weights, K1 + 1, K1, B, B, avgdl, tid]
         if archived is not None:
@@ -392,12 +396,12 @@ class KeywordIndex:
             params.extend(kind_list)
         sql.append("LIMIT ?")
         params.append(k)
-        return [(i, float(s)) for i, s in conn.execute(" ".join(sql), params)]
+        return [(i, float(s), kind) for i, s, kind in conn.execute(" ".join(sql), params)]
 
     def _search_postings(
         self, tid: int, n: int, total_len: int, terms: list[str], kinds: Sequence[str] | None, k: int,
         archived: bool | None,
-    ) -> list[tuple[str, float]] | None:
+    ) -> list[tuple[str, float, str]] | None:
         """``_search_tenant`` of a large tenant over its cached posting lists: the same terms chosen by the same
         budget rule, the same BM25; the documents' filters are read for the best rows only, best first."""
         conn = self._conn
@@ -433,18 +437,18 @@ class KeywordIndex:
             kind_list = [str(x) for x in kinds]
             filters += f" AND kind IN ({','.join('?' * len(kind_list))})"
             params.extend(kind_list)
-        out: list[tuple[str, float]] = []
+        out: list[tuple[str, float, str]] = []
         want = k + 8  # the filters (kind, archived) seldom drop a row: read a few more, then four times more
         done = 0
         while done < rids.shape[0]:
             best, values = best_first(rids, scores, min(want, rids.shape[0]))
             for start in range(done, best.shape[0], _CHUNK - len(params)):
                 batch = best[start : start + _CHUNK - len(params)].tolist()
-                sql = f"SELECT rid, id FROM kw_docs WHERE rid IN ({','.join('?' * len(batch))}){filters}"
-                ids = dict(conn.execute(sql, [*batch, *params]).fetchall())
+                sql = f"SELECT rid, id, kind FROM kw_docs WHERE rid IN ({','.join('?' * len(batch))}){filters}"
+                ids = {rid: (rid_id, kind) for rid, rid_id, kind in conn.execute(sql, [*batch, *params])}
                 for rid, value in zip(batch, values[start : start + len(batch)].tolist(), strict=True):
                     if rid in ids:
-                        out.append((ids[rid], float(value)))
+                        out.append((ids[rid][0], float(value), ids[rid][1]))
                         if len(out) == k:
                             return out
             done, want = best.shape[0], 4 * want

@@ -209,13 +209,13 @@ class MemoryService:
         pool = max(CANDIDATE_POOL, 4 * opts.k)
         vector = self.store.embedder.embed([query])[0]
         dense = self.store.search(user_id, vector, kinds=kinds, k=pool, include_shared=opts.include_documents)
+        kind_of: dict[str, str] = {}
         keyword = self.keyword.search(user_id, query, kinds=[str(k) for k in kinds], k=pool,
-                                      include_shared=opts.include_documents)
+                                      include_shared=opts.include_documents, kinds_found=kind_of)
         records = {h.record.id: h.record for h in dense}
         dense_scores = {h.record.id: h.score for h in dense}
         missing = [i for i, _ in keyword if i not in records]
         if missing:  # keyword-only hits: read them from the collections of their kinds only
-            kind_of = self.keyword.kinds_of(missing)
             wanted = sorted({Kind(kind_of[i]) for i in missing if i in kind_of} & set(kinds))
             tenants = (user_id, SHARED_TENANT) if opts.include_documents and Kind.DOCUMENT in wanted else (user_id,)
             for tenant in tenants:

@@ -53,10 +53,17 @@ def _check(cached: KeywordIndex, plain: KeywordIndex, rng: random.Random, querie
         kinds = rng.choice([None, KINDS, ["fact"], ["episodic", "summary"]])
         archived = rng.choice([False, True, None])
         k = rng.choice([1, 5, 40])
-        got = cached.search(user, query, kinds=kinds, k=k, archived=archived)
-        _same(got, plain.search(user, query, kinds=kinds, k=k, archived=archived))
+        found: dict[str, str] = {}
+        got = cached.search(user, query, kinds=kinds, k=k, archived=archived, kinds_found=found)
+        found_plain: dict[str, str] = {}
+        want = plain.search(user, query, kinds=kinds, k=k, archived=archived, kinds_found=found_plain)
+        _same(got, want)
         owned = {e for e in cached.ids(user)}
         assert all(i in owned for i, _ in got)  # only the searching tenant's entries, ever
+        # each hit's kind comes with it, as kinds_of reads it (both paths)
+        assert found == cached.kinds_of([i for i, _ in got]) and set(found) == {i for i, _ in got}
+        assert found_plain == plain.kinds_of([i for i, _ in want]) and set(found_plain) == {i for i, _ in want}
+        assert kinds is None or set(found.values()) <= set(kinds)
 
 
 @pytest.mark.parametrize("budget", [5, 3_000])
