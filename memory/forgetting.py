@@ -119,6 +119,8 @@ def retention(record: MemoryRecord | Mapping[str, Any], now: float, policy: Forg
         last, importance, count = record.last_accessed, record.importance, record.access_count
         if last is None:
             last = record.created_at
+        if type(last) is float and type(now) is float and type(importance) is float and type(count) is int:
+            return _float_retention(now - last, importance, count, policy)
     else:
         last, importance, count = (_field(record, "last_accessed"), _field(record, "importance", 0.5),
                                    _field(record, "access_count", 0))
@@ -132,6 +134,23 @@ def retention(record: MemoryRecord | Mapping[str, Any], now: float, policy: Forg
         return 1.0
     s_days = strength(importance, count or 0, policy)
     return _clamp01(math.exp(-(dt / DAY) / s_days), 1.0)
+
+
+def _float_retention(dt: float, importance: float, count: int, policy: ForgettingPolicy) -> float:
+    """``retention`` of a record whose times and importance are floats (as stored), in one function: the same
+    operations as ``strength`` and ``retention`` in the same order, so the same value to the last bit (tested)."""
+    if not math.isfinite(dt) or dt <= 0:
+        return 1.0
+    imp = 0.5 if importance != importance else min(1.0, max(0.0, importance))  # NaN: the default, as _clamp01
+    n = count if count > 0 else 0
+    log_s = (
+        math.log(policy.base_strength_days)
+        + math.log1p(policy.importance_factor * imp)
+        + n * math.log1p(policy.reinforcement_factor)
+    )
+    s_days = min(policy.max_strength_days, math.exp(min(log_s, 700.0)))
+    r = math.exp(-(dt / DAY) / s_days)
+    return 1.0 if r != r else min(1.0, max(0.0, r))
 
 
 def combine(relevance: float, retention: float, policy: ForgettingPolicy = DEFAULT_POLICY) -> float:

@@ -1,7 +1,7 @@
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mneme.errors import InvalidInputError
@@ -186,16 +186,27 @@ def test_chinese_memories_follow_the_same_rules():
     assert decide(r, NOW) == "expire"
 
 
+POLICIES = [P, ForgettingPolicy(base_strength_days=1e-300, importance_factor=1e300, reinforcement_factor=10.0),
+            ForgettingPolicy(base_strength_days=2.0, max_strength_days=float("inf"), importance_factor=0.0),
+            ForgettingPolicy(max_strength_days=float("nan"))]
+
+
 @given(
-    age=st.floats(min_value=-1e9, max_value=1e10, allow_nan=False),
-    last=st.one_of(st.none(), st.floats(min_value=-1e9, max_value=1e10, allow_nan=False)),
-    imp=st.floats(min_value=-5, max_value=5, allow_nan=False),
-    acc=st.integers(min_value=-5, max_value=10**6),
+    age=st.floats(min_value=-1e12, max_value=1e12),
+    last=st.one_of(st.none(), st.floats(min_value=-1e12, max_value=1e12)),
+    imp=st.one_of(st.floats(), st.integers(min_value=-3, max_value=3)),
+    acc=st.one_of(st.integers(min_value=-5, max_value=10**6), st.booleans()),
+    policy=st.sampled_from(POLICIES),
 )
-def test_a_record_and_a_mapping_of_its_fields_are_retained_alike(age, last, imp, acc):
+@example(age=100 * DAY, last=None, imp=float("nan"), acc=0, policy=P)  # NaN importance: the default 0.5
+@example(age=100 * DAY, last=3 * DAY, imp=7.5, acc=-2, policy=P)  # out of range: clamped
+@example(age=100 * DAY, last=None, imp=0.5, acc=3, policy=POLICIES[3])  # NaN strength bound: R = 1
+@settings(max_examples=300)
+def test_a_record_and_a_mapping_of_its_fields_are_retained_alike(age, last, imp, acc, policy):
     # records take a shorter path (recall's hot loop); the value must be the mapping's, to the last bit
     record = MemoryRecord(id="m", user_id="u", kind=Kind.EPISODIC, text="我昨天去了杭州", created_at=NOW - age,
                           last_accessed=None if last is None else NOW - last, importance=imp, access_count=acc)
     fields = {"created_at": record.created_at, "last_accessed": record.last_accessed, "importance": imp,
               "access_count": acc}
-    assert retention(record, NOW) == retention(fields, NOW)
+    got, want = retention(record, NOW, policy), retention(fields, NOW, policy)
+    assert got == want or (math.isnan(got) and math.isnan(want))
