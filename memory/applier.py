@@ -56,8 +56,11 @@ class JournalApplier:
         self._touches: dict[str, dict[str, tuple[float, int]]] = {}
         """Recalls to count, per user and record: (latest time, how many); applied in batches, best effort."""
         self._touch_lock = threading.Lock()
-        self.touch_interval = 5.0
-        """Seconds between writes of counted recalls: a user recalled many times costs one write per interval."""
+        self.touch_interval = 30.0
+        """Seconds between writes of counted recalls: a memory recalled many times costs one row write per
+        interval. The write updates every row recalled meanwhile (~1 ms of GIL-holding Chroma work per row,
+        embedded); recall counts shape forgetting over days, so half a minute late changes no ranking. Drained
+        (``drain``, ``stop``) at once; lost, like any best-effort side write, if the process is killed."""
         self._touched_at = 0.0
         self.batch_interval = batch_interval
         """Least seconds from one batch's start to the next one's while turns keep coming: a Chroma write costs
