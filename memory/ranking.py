@@ -27,7 +27,7 @@ from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.eventtime import event_affinity, span_of
 from mneme.memory.forgetting import ForgettingPolicy, combine, retention
 from mneme.memory.fusion import count_tokens, fit_budget, mmr
-from mneme.memory.relevance import relevant
+from mneme.memory.relevance import Form, form_of, relevant
 from mneme.memory.timewindow import TimeWindow, time_affinity
 
 CANDIDATE_POOL = 100
@@ -124,11 +124,12 @@ class Candidate:
 
 def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
          window: TimeWindow | None = None, forgetting: ForgettingPolicy | None = None,
-         baseline: float | None = None, asks_when: str | None = None) -> list[Recalled]:
+         baseline: float | Mapping[Form, float] | None = None, asks_when: str | None = None) -> list[Recalled]:
     """Score every candidate as the module docstring says; all that pass the floor, best first (ties by id).
 
     ``asks_when`` is what the query asks for (``answertype.asks_when``: "when", "how long" or None).
-    ``baseline`` (the query's cosine to unrelated texts, ``relevance.NullBaseline``) adds the signal
+    ``baseline`` (the query's cosine to unrelated texts, ``relevance.NullBaseline``; one floor, or one per form of
+    item as ``NullBaseline.floors`` gives) adds the signal
     ``relevant`` (1 or 0) to each item; with ``options.relevance_floor`` irrelevant items are dropped.
     """
     cands = list(candidates)
@@ -145,7 +146,8 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
         relevance = (1 - options.keyword_weight) * d + options.keyword_weight * kw
         signals = {"dense": cand.dense or 0.0, "keyword": cand.keyword or 0.0}
         if baseline is not None:
-            ok = relevant(cand.dense, baseline=baseline, pool_min=lo if dense_scores else None)
+            floor = baseline if isinstance(baseline, float | int) else baseline[form_of(rec.kind)]
+            ok = relevant(cand.dense, baseline=floor, pool_min=lo if dense_scores else None)
             if options.relevance_floor and not ok:
                 continue
             signals["relevant"] = 1.0 if ok else 0.0

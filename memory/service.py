@@ -229,10 +229,11 @@ class MemoryService:
         if not records and not pending:
             return []
         candidates = [Candidate(rec, dense_scores.get(rid), keyword_scores.get(rid)) for rid, rec in records.items()]
-        baseline = self._null_baseline().of(vector)
+        floors = self._null_baseline().floors(vector)  # per form of item: episodes, facts, documents
+        baseline = floors["impersonal"]
         strict = opts.relevance_floor  # applied below, once documents are judged by their sentences too
         ranked = rank(candidates, replace(opts, relevance_floor=False), now=now, window=window,
-                      forgetting=self.forgetting, baseline=baseline, asks_when=asks_when(query))
+                      forgetting=self.forgetting, baseline=floors, asks_when=asks_when(query))
         if pending:
             ranked = sorted(ranked + self._pending_items(pending, opts, window, exclude=set(records)),
                             key=lambda it: (-it.score, it.id))
