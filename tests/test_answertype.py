@@ -56,7 +56,7 @@ def test_a_stored_event_span_tells_when_and_plain_talk_does_not() -> None:
 
 CASES = {
     "zh": ("两个周末前我们全家去山里露营了。", "我们全家什么时候去露营的？",
-           ["我们全家都喜欢去露营，很开心。", "露营的装备我们全家准备好了。"]),
+           ["我们全家经常去露营的。", "露营的装备我们全家准备好了。"]),
     "en": ("We went camping as a family two weekends ago.", "When did we go camping as a family?",
            ["We love family camping.", "We got new camping gear for the family."]),
 }
