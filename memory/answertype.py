@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from mneme.memory.base import MemoryRecord
-from mneme.memory.eventtime import span_of
+from mneme.memory.eventtime import NAMES_TIME, span_of
 
 _ASKS_WHEN = re.compile(
     r"^\W*when\b|\bwhat (?:time|day|date|year|month)\b|\bhow long\b|\bsince when\b|"
@@ -44,6 +44,6 @@ def asks_when(query: str) -> str | None:
 def tells_when(record: MemoryRecord, asked: str = "when") -> bool:
     """Whether ``record`` tells when something happened (a stored event span) or, for ``asked == "how long"``,
     also for how long."""
-    if span_of(record.metadata) is not None:
+    if record.metadata.get(NAMES_TIME) is True or span_of(record.metadata) is not None:
         return True
     return asked == "how long" and _DURATION.search(record.text) is not None

@@ -31,6 +31,8 @@ from mneme.memory.timewindow import DAY, TimeWindow, parse_time_window
 
 START, END = "event_start", "event_end"
 """The metadata keys of a record's event span (POSIX seconds, ``[start, end)``)."""
+NAMES_TIME = "names_time"
+"""Metadata flag of a record whose words name a time but no span outside the day said ("today", "this month")."""
 
 PLAN_RE = re.compile(
     r"打算|准备|计划|将要|将会|即将|想要去|要去|要来|要回|要到|会去|约好|预定|预约"
@@ -42,12 +44,23 @@ PLAN_RE = re.compile(
 def event_span(text: str, said_at: float, *, reply: str = "") -> tuple[float, float] | None:
     """The span of time ``text`` tells of, said at ``said_at`` (else the span ``reply`` names: "你上周末去爬山了？");
     None when they name none, or only the day it was said (or a span around it: this week, this year)."""
-    found = _span(text, said_at)
-    return found if found is not None or not reply else _span(reply, said_at)
+    return event_time(text, said_at, reply=reply)[0]
 
 
-def _span(text: str, said_at: float) -> tuple[float, float] | None:
+def event_time(text: str, said_at: float, *, reply: str = "") -> tuple[tuple[float, float] | None, bool]:
+    """``event_span``'s span, and whether the words name a time at all ("today", "this month" name the time they
+    were said: no span, but they tell when — ``answertype`` uses it). One parse of each text, as ``event_span``."""
+    named: list[bool] = []
+    found = _span(text, said_at, named)
+    if found is None and reply:
+        found = _span(reply, said_at, named)
+    return found, any(named)
+
+
+def _span(text: str, said_at: float, named: list[bool] | None = None) -> tuple[float, float] | None:
     window = parse_time_window(text, said_at)
+    if named is not None:
+        named.append(window is not None)
     if window is None or window.contains(said_at) or window.end <= window.start:
         return None
     if window.end <= said_at and PLAN_RE.search(text):

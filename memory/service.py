@@ -36,8 +36,8 @@ from mneme.memory.base import (
     validate_tenant,
 )
 from mneme.memory.eventtime import END as EVENT_END
+from mneme.memory.eventtime import NAMES_TIME, event_time
 from mneme.memory.eventtime import START as EVENT_START
-from mneme.memory.eventtime import event_span
 from mneme.memory.forgetting import ForgettingPolicy
 from mneme.memory.indexed import IndexedStore
 from mneme.memory.indexing import context_of, search_text
@@ -467,9 +467,11 @@ class MemoryService:
                                               or (user_id, plan.content_hash) in batch.stored_hashes)
         meta: dict[str, Any] = {"content_hash": plan.content_hash, "language": plan.language}
         # when what it tells happened ("上周末…", "two weekends ago"), if not the day it was said
-        event = event_span(request.user_text, now, reply=request.assistant_text)
+        event, named = event_time(request.user_text, now, reply=request.assistant_text)
         if event is not None:
             meta[EVENT_START], meta[EVENT_END] = event
+        elif named:  # "today", "this month": it tells when, as its own time ("when" questions, answertype)
+            meta[NAMES_TIME] = True
         for kind, n in plan.redactions.items():
             meta[f"redacted_{kind}"] = n
         if plan.fallback:

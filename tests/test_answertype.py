@@ -9,7 +9,7 @@ from mneme.errors import InvalidInputError
 from mneme.graph.context import Context
 from mneme.memory.answertype import asks_when, tells_when
 from mneme.memory.base import Kind, MemoryRecord
-from mneme.memory.eventtime import END, START
+from mneme.memory.eventtime import END, NAMES_TIME, START
 from mneme.memory.inprocess import InProcessStore
 from mneme.memory.keyword import KeywordIndex
 from mneme.memory.ranking import RecallOptions
@@ -49,6 +49,8 @@ def test_a_duration_tells_how_long(text: str) -> None:
 
 def test_a_stored_event_span_tells_when_and_plain_talk_does_not() -> None:
     assert tells_when(record("user: we went camping", **{START: 1.0, END: 2.0}))
+    assert tells_when(MemoryRecord(id="r", user_id="u", kind=Kind.EPISODIC, text="user: 今天去露营了", created_at=0.0,
+                                   metadata={NAMES_TIME: True}))  # names the day it was said
     assert not tells_when(record("user: we went camping", **{START: 2.0, END: 1.0}))  # not a valid span
     assert not tells_when(record("user: Camping is the best, I love camping in the mountains."))
     assert not tells_when(record("user: 露营真好玩，我最喜欢去山里露营。"))

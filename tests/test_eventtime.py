@@ -14,7 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mneme.clock import FixedClock
-from mneme.memory.eventtime import END, START, event_affinity, event_span, span_of
+from mneme.memory.base import Kind
+from mneme.memory.eventtime import END, NAMES_TIME, START, event_affinity, event_span, event_time, span_of
 from mneme.memory.inprocess import InProcessStore
 from mneme.memory.keyword import KeywordIndex
 from mneme.memory.ranking import RecallOptions
@@ -135,3 +136,23 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
 ])
 def test_a_plan_names_the_next_such_date_what_happened_the_last(text: str, expected: tuple[date, date]) -> None:
     assert days(event_span(text, MAY_10)) == expected
+
+
+@pytest.mark.parametrize(("text", "has_span", "named"), [
+    ("今天我去了博物馆", False, True), ("I lost my job at Door Dash this month", False, True),
+    ("昨天我去了博物馆", True, True), ("We went camping two weekends ago", True, True),
+    ("我喜欢博物馆", False, False), ("I love camping", False, False)])
+def test_event_time_says_whether_the_words_name_a_time_even_the_day_said(text: str, has_span: bool,
+                                                                        named: bool) -> None:
+    said = datetime(2023, 7, 17, 10, tzinfo=UTC).timestamp()
+    span, names = event_time(text, said)
+    assert (span is not None, names) == (has_span, named)
+    assert span == event_span(text, said)
+
+
+def test_a_turn_that_names_its_own_day_is_flagged_when_written() -> None:
+    service = MemoryService(InProcessStore(FakeEmbeddings()), keyword=KeywordIndex(None), clock=FixedClock(WED_20))
+    service.remember_turn("u", user_text="今天我去了博物馆", assistant_text="", thread_id="t", now=WED_20)
+    service.remember_turn("u", user_text="我喜欢博物馆", assistant_text="", thread_id="t2", now=WED_20)
+    flags = {r.text: r.metadata.get(NAMES_TIME) for r in service.store.scan("u", kinds=[Kind.EPISODIC])}
+    assert flags["user: 今天我去了博物馆"] is True and flags["user: 我喜欢博物馆"] is None
