@@ -21,6 +21,7 @@ numbers, prices, dates) are left alone: over-redaction would destroy the memorie
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import math
 import re
@@ -353,9 +354,18 @@ def redact(text: str, policy: RedactionPolicy = DEFAULT_POLICY, *, language: str
 
     ``language`` (``zh``/``en``) forces the placeholders' language, e.g. for a bare value such as
     "13812345678" that belongs to a Chinese sentence.
+
+    Texts up to ``_CACHED_CHARS`` are remembered (``_REMEMBERED`` of them): a served turn redacts the same
+    message and replies several times (the turn's plan, its journal entry, the thread's checkpoint, the next
+    turn's previous reply), a few regex passes each. Every call gets its own ``counts``.
     """
     if not text:
         return Redacted(text or "", {})
+    done = _remembered(text, policy, language) if len(text) <= _CACHED_CHARS else _redact(text, policy, language)
+    return Redacted(done.text, dict(done.counts))
+
+
+def _redact(text: str, policy: RedactionPolicy, language: str | None) -> Redacted:
     spans = find_spans(text, policy)
     if not spans:
         return Redacted(text, {})
@@ -371,6 +381,16 @@ def redact(text: str, policy: RedactionPolicy = DEFAULT_POLICY, *, language: str
         pos = end
     out.append(text[pos:])
     return Redacted("".join(out), dict(counts))
+
+
+_CACHED_CHARS = 4000
+_REMEMBERED = 1024
+_remembered = functools.lru_cache(maxsize=_REMEMBERED)(_redact)
+
+
+def forget_remembered() -> None:
+    """Drop the remembered texts (erasure: a forgotten user's words do not stay in this process's memory)."""
+    _remembered.cache_clear()
 
 
 def _gaps(spans: list[tuple[int, int, str]], length: int) -> Iterator[Span]:

@@ -47,7 +47,7 @@ from mneme.memory.lowvalue import is_low_value
 from mneme.memory.neighbours import lift_neighbours
 from mneme.memory.passages import judge_documents
 from mneme.memory.ranking import CANDIDATE_POOL, Candidate, Recalled, RecallOptions, rank, select
-from mneme.memory.redaction import redact
+from mneme.memory.redaction import forget_remembered, redact
 from mneme.memory.relevance import NullBaseline
 from mneme.memory.timewindow import TimeWindow, parse_time_window, time_affinity
 from mneme.memory.writing import TurnPlan, WritePolicy, aplan_turn, plan_turn, preview_plan
@@ -577,6 +577,7 @@ class MemoryService:
             if self.journal is not None:
                 self.journal.delete_user(user_id)  # queued turns too: nothing comes back after erasure
             n = self.indexed.delete_user(user_id)
+        forget_remembered()  # the redaction cache holds recent raw texts (memory/redaction.py)
         return n
 
     def delete(self, user_id: str, ids: Sequence[str]) -> int:

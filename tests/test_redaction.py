@@ -203,3 +203,18 @@ def test_twelve_digit_numbers_never_redacted(n: int) -> None:
 def test_every_mainland_mobile_is_redacted(second: int, rest: int) -> None:
     number = f"1{second}{rest:09d}"
     assert redact(f"我的手机{number}，谢谢").counts == {"phone": 1}
+
+
+def test_a_remembered_redaction_is_the_same_and_its_counts_are_the_caller_s() -> None:
+    from mneme.memory import redaction
+
+    text = "我的手机号是13812345678，邮箱 li@example.com"
+    first = redaction.redact(text)
+    first.counts["phone"] = 99  # a caller changing its counts changes nobody else's
+    again = redaction.redact(text)
+    assert again.text == first.text and "13812345678" not in again.text and again.counts["phone"] == 1
+    assert redaction._remembered.cache_info().hits >= 1
+    redaction.forget_remembered()  # erasure: no raw text stays remembered
+    assert redaction._remembered.cache_info().currsize == 0
+    long = "call 13812345678 " * 300  # past the remembered length: redacted, not kept
+    assert "13812345678" not in redaction.redact(long).text and redaction._remembered.cache_info().currsize == 0
