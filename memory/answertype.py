@@ -30,10 +30,12 @@ _ASKS_HOW_LONG = re.compile(r"\bhow long\b(?! ago)|多久(?!以前|之前)|多�
 # "for/since <number> <unit>", "<number>(个)<unit>了": each regex starts with a literal, so a search over a turn is
 # fast (about 1.5 µs per candidate; one regex with alternations up front cost 14 µs)
 _N = (r" (?:about |over |almost |nearly )?(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|a few|several|"
-      r"many) (?:year|month|week|day)s?\b")
+      r"many) (?:year|month|week|day|hour|minute)s?\b")
 _FOR, _SINCE = re.compile("for" + _N), re.compile("since" + _N)
-_ZH_UNIT = re.compile(r"(?:年|月|星期|周|天)(?:了|之久|以来|多了)")
-_ZH_DURATION = re.compile(r"[\d一两二三四五六七八九十几半]个?(?:年|月|星期|周|天)(?:了|之久|以来|多了)")
+_ZH_UNIT = re.compile(r"(?:年|月|星期|周|天|小时|分钟)")
+_ZH_NUMBER_UNIT = r"[\d一两二三四五六七八九十几半]+个?(?:年|月|星期|周|天|小时|分钟)"
+_ZH_DURATION = re.compile(  # 三年了 / 两个月以来 (unit, then 了); 跑了一个小时 / 学了三年 (了, then the duration)
+    _ZH_NUMBER_UNIT + r"(?:了|之久|以来|多了)|了" + _ZH_NUMBER_UNIT)
 
 
 def _names_duration(text: str) -> bool:

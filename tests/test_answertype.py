@@ -41,7 +41,8 @@ def record(text: str, **metadata: float) -> MemoryRecord:
 
 @pytest.mark.parametrize("text", [
     "user: I've known these friends for 4 years.", "user: We have been married for a few years now.",
-    "user: 我学钢琴三年了。", "user: 我们认识10年了", "user: 这个习惯坚持了两个月了"])
+    "user: 我学钢琴三年了。", "user: 我们认识10年了", "user: 这个习惯坚持了两个月了", "user: 我在公园慢跑了一个小时",
+    "user: 我学了三年钢琴", "user: I ran for an hour this morning"])
 def test_a_duration_tells_how_long(text: str) -> None:
     assert tells_when(record(text), "how long")
     assert not tells_when(record(text), "when")  # "when" is answered by a time, not a duration
