@@ -237,7 +237,8 @@ async def aopen_checkpointer(settings: Settings) -> AsyncIterator[BaseCheckpoint
             await pool.close()
         return
     import aiosqlite
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from mneme.sqlite_checkpoints import AsyncSqliteSaver  # LangGraph's, in fewer trips to aiosqlite's thread
 
     path = sqlite_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
