@@ -35,6 +35,7 @@ from mneme.memory.base import (
     clean_text,
     validate_tenant,
 )
+from mneme.memory.cached_records import clear as forget_decoded_rows
 from mneme.memory.eventtime import END as EVENT_END
 from mneme.memory.eventtime import NAMES_TIME, event_time
 from mneme.memory.eventtime import START as EVENT_START
@@ -50,7 +51,7 @@ from mneme.memory.ranking import CANDIDATE_POOL, Candidate, Recalled, RecallOpti
 from mneme.memory.redaction import forget_remembered, redact
 from mneme.memory.relevance import NullBaseline
 from mneme.memory.timewindow import TimeWindow, parse_time_window, time_affinity
-from mneme.memory.writing import TurnPlan, WritePolicy, aplan_turn, plan_turn, preview_plan
+from mneme.memory.writing import TurnPlan, WritePolicy, aplan_turn, forget_previews, plan_turn, preview_plan
 
 if TYPE_CHECKING:
     from mneme.memory.applier import JournalApplier
@@ -577,7 +578,10 @@ class MemoryService:
             if self.journal is not None:
                 self.journal.delete_user(user_id)  # queued turns too: nothing comes back after erasure
             n = self.indexed.delete_user(user_id)
-        forget_remembered()  # the redaction cache holds recent raw texts (memory/redaction.py)
+        # process caches that hold recent texts: raw messages (redaction, previews), decoded rows (cached_records)
+        forget_remembered()
+        forget_previews()
+        forget_decoded_rows()
         return n
 
     def delete(self, user_id: str, ids: Sequence[str]) -> int:

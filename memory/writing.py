@@ -33,7 +33,7 @@ import logging
 import re
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -288,12 +288,24 @@ def plan_turn(
     return _finish(draft, out, policy)
 
 
-@functools.lru_cache(maxsize=256)
 def preview_plan(user_text: str, assistant_text: str, policy: WritePolicy) -> TurnPlan:
     """``plan_turn`` without a model, remembered per texts and policy: a served memory-only turn asks for the
     same plan twice (the reply's "kept" line, then the journal entry's skip decision and preview), each a
-    redaction, low-value, emotion and pattern pass. The plan is shared: callers only read it."""
+    redaction, low-value, emotion and pattern pass. Each caller gets its own plan (own lists and dicts): the
+    remembered one is shared by every user who says the same words."""
+    plan = _remembered_plan(user_text, assistant_text, policy)
+    return replace(plan, facts=list(plan.facts), redactions=dict(plan.redactions),
+                   emotion=replace(plan.emotion, cues=list(plan.emotion.cues)))
+
+
+@functools.lru_cache(maxsize=256)
+def _remembered_plan(user_text: str, assistant_text: str, policy: WritePolicy) -> TurnPlan:
     return plan_turn(user_text, assistant_text, policy=policy, model=None)
+
+
+def forget_previews() -> None:
+    """Drop the remembered plans (erasure: their keys are the raw texts of recent turns)."""
+    _remembered_plan.cache_clear()
 
 
 async def aplan_turn(
