@@ -86,7 +86,15 @@ def _ahead(text: str, said_at: float, window: TimeWindow) -> TimeWindow:
         one_year_on = start.replace(year=start.year + 1)
     except ValueError:
         return window
-    return moved if datetime.fromtimestamp(moved.start, UTC).date() == one_year_on else window
+    if datetime.fromtimestamp(moved.start, UTC).date() != one_year_on:
+        return window
+    # "昨天" / "上个月" / "three days ago" a year later are also one year on: a relative expression names yet
+    # another span when said a day or a month later, a date without a year only this one or its next occurrence
+    for days in (1, 32):
+        probe = parse_time_window(text, said_at + days * DAY)
+        if probe is None or (probe.start, probe.end) not in ((window.start, window.end), (moved.start, moved.end)):
+            return window
+    return moved
 
 
 def span_of(metadata: Mapping[str, Any]) -> tuple[float, float] | None:

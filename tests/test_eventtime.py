@@ -133,6 +133,15 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
     # relative expressions are not moved, plan or not
     ("上周我打算去爬山，结果下雨了", (date(2024, 4, 29), date(2024, 5, 6))),
     ("Two weekends ago I planned to go hiking", (date(2024, 4, 27), date(2024, 4, 29))),
+    # ... also those a year later would name the same date one year on (days, months)
+    ("昨天我本来要去北京，结果没去成", (date(2024, 5, 9), date(2024, 5, 10))),
+    ("三天前我准备去看医生", (date(2024, 5, 7), date(2024, 5, 8))),
+    ("上个月我打算去日本旅游，后来取消了", (date(2024, 4, 1), date(2024, 5, 1))),
+    ("Yesterday I was going to call my mom but forgot", (date(2024, 5, 9), date(2024, 5, 10))),
+    ("Two days ago I was going to go hiking", (date(2024, 5, 8), date(2024, 5, 9))),
+    # a date without a year that comes round within the month is still its next occurrence
+    ("5月11日我要去北京", (date(2024, 5, 11), date(2024, 5, 12))),
+    ("6月1日我要去北京", (date(2024, 6, 1), date(2024, 6, 2))),
 ])
 def test_a_plan_names_the_next_such_date_what_happened_the_last(text: str, expected: tuple[date, date]) -> None:
     assert days(event_span(text, MAY_10)) == expected
