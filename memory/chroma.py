@@ -474,10 +474,14 @@ class ChromaStore:
         plan: list[tuple[Collection, dict[str, dict[str, Any]], dict[tuple[str, str], list[str]]]] = []
         for kind in _kinds(kinds):
             col = self._live[kind]
-            hits = _Hits.of(col.get(ids=ids, include=["metadatas"]))
+            # read in chunks: one ``get`` of 32,767 ids or more fails ("too many SQL variables"), and these are
+            # every user's recalled ids of a 30 s interval
+            metas = [pair for start in range(0, len(ids), WRITE_BATCH)
+                     for hits in [_Hits.of(col.get(ids=ids[start:start + WRITE_BATCH], include=["metadatas"]))]
+                     for pair in zip(hits.ids, hits.metas, strict=True)]
             changes: dict[str, dict[str, Any]] = {}
             keys: dict[tuple[str, str], list[str]] = {}
-            for rid, meta in zip(hits.ids, hits.metas, strict=True):
+            for rid, meta in metas:
                 owner = str(meta.get("user_id"))
                 seen = counted.get(owner, {}).get(rid)
                 if seen is None:  # another tenant's id: never counted
@@ -490,8 +494,9 @@ class ChromaStore:
                 plan.append((col, changes, keys))
         with self._writing({key: rids for _, _, keys in plan for key, rids in keys.items()}):
             for col, changes, keys in plan:
-                for start in range(0, len(changes), WRITE_BATCH):
-                    chunk = list(changes)[start : start + WRITE_BATCH]
+                changed = list(changes)
+                for start in range(0, len(changed), WRITE_BATCH):
+                    chunk = changed[start : start + WRITE_BATCH]
                     col.update(ids=chunk, metadatas=[changes[rid] for rid in chunk])  # type: ignore[misc]
                 if self._notify is not None:
                     for key, rids in keys.items():

@@ -105,3 +105,15 @@ def test_recalls_of_many_users_are_written_with_one_update_per_collection(
     got = {u: store.get(u, [rid])[0] for u, rid in (("alice", alices), ("bob", bobs), ("张三", zhangs))}
     assert {u: (r.access_count, r.last_accessed) for u, r in got.items()} == {
         "alice": (2, 5000.0), "bob": (1, 6000.0), "张三": (3, 7000.0)}
+
+
+def test_recalls_of_more_ids_than_one_chroma_read_takes_are_counted(service: MemoryService) -> None:
+    # every user's recalls of a 30 s interval in one call: past 32,766 ids one Chroma ``get`` fails
+    store = service.store
+    assert isinstance(store, ChromaStore)
+    mine = service.remember_turn("alice", user_text="我在阳台上养了三盆兰花。").stored[0]
+    touches = {f"user-{u}": {f"gone-{u}-{i}": (5000.0, 1) for i in range(1_000)} for u in range(33)}
+    touches["alice"] = {mine: (6000.0, 2)}
+    assert store.count_recalls_of(touches, kinds=[Kind.EPISODIC]) == 1
+    (record,) = store.get("alice", [mine])
+    assert (record.access_count, record.last_accessed) == (2, 6000.0)
