@@ -109,11 +109,11 @@ def _from_this_machine(request: Request) -> bool:
     return client_is_local(request.client.host if request.client is not None else None)
 
 
-def _checked_thread(thread: str) -> str:
+def _checked_thread(thread: str, where: str = THREAD_HEADER) -> str:
     try:
         return validate_thread_id(thread) if thread else ""
     except InvalidInputError as exc:
-        raise HTTPException(422, f"{THREAD_HEADER}: {exc}") from exc
+        raise HTTPException(422, f"{where}: {exc}") from exc
 
 
 def resolve_identity(request: Request) -> Identity:
@@ -139,7 +139,7 @@ def _thread_of(who: Identity, client: dict[str, Any]) -> str:
         return who.thread_id
     if not isinstance(named, str):
         raise HTTPException(422, "config.configurable.thread_id must be a string")
-    named = _checked_thread(named.strip())
+    named = _checked_thread(named.strip(), "config.configurable.thread_id")
     if who.named and named != who.thread_id:
         raise HTTPException(422, f"{THREAD_HEADER} names thread {who.thread_id!r} but config.configurable.thread_id "
                                  f"names {named!r}: name the thread once")
