@@ -179,7 +179,7 @@ class JournalApplier:
                     self._idle.notify_all()
 
     def _apply_touches(self, *, now: bool = False) -> None:
-        """Store the counted recalls: one read and one metadata update per user, whatever the number of recalls."""
+        """Store the counted recalls of every user: one read and one update per collection (``count_recalls_of``)."""
         if not self._touches or (not now and time.monotonic() - self._touched_at < self.touch_interval):
             return
         self._touched_at = time.monotonic()
