@@ -61,5 +61,8 @@ def install() -> None:
     from langserve import api_handler
 
     if "encode" not in _ORIGINAL:
-        _ORIGINAL["encode"] = api_handler._json_encode_response
+        original = getattr(api_handler, "_json_encode_response", None)
+        if original is None:  # another LangServe release: keep its own encoding, which is only slower
+            return
+        _ORIGINAL["encode"] = original
     api_handler._json_encode_response = encode_response

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
 from langserve import api_handler
 from langserve.api_handler import APIHandler
 from langserve.schema import BatchResponseMetadata, InvokeResponseMetadata
@@ -56,3 +57,12 @@ def test_a_key_fastapi_drops_is_dropped_the_same_way() -> None:
                                     metadata=InvokeResponseMetadata(run_id=uuid.uuid4(), feedback_tokens=[]))
     body = encode_response(model).body
     assert body == _ORIGINAL["encode"](model).body and b"_sa_state" not in body and b'"title"' in body
+
+
+def test_a_langserve_without_the_private_encoder_keeps_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mneme import langserve_response
+
+    monkeypatch.setattr(langserve_response, "_ORIGINAL", {})
+    monkeypatch.delattr(api_handler, "_json_encode_response")
+    langserve_response.install()  # another release: nothing to replace, nothing raised
+    assert not hasattr(api_handler, "_json_encode_response") and langserve_response._ORIGINAL == {}
