@@ -292,10 +292,16 @@ def preview_plan(user_text: str, assistant_text: str, policy: WritePolicy) -> Tu
     """``plan_turn`` without a model, remembered per texts and policy: a served memory-only turn asks for the
     same plan twice (the reply's "kept" line, then the journal entry's skip decision and preview), each a
     redaction, low-value, emotion and pattern pass. Each caller gets its own plan (own lists and dicts): the
-    remembered one is shared by every user who says the same words."""
+    remembered one is shared by every user who says the same words. Long texts are planned, not remembered (the
+    keys would hold them whole: up to 32,000 characters a message)."""
+    if len(user_text) + len(assistant_text) > _REMEMBERED_CHARS:
+        return plan_turn(user_text, assistant_text, policy=policy, model=None)
     plan = _remembered_plan(user_text, assistant_text, policy)
     return replace(plan, facts=list(plan.facts), redactions=dict(plan.redactions),
                    emotion=replace(plan.emotion, cues=list(plan.emotion.cues)))
+
+
+_REMEMBERED_CHARS = 8000
 
 
 @functools.lru_cache(maxsize=256)

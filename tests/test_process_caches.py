@@ -61,3 +61,11 @@ def test_a_preview_plan_is_the_caller_s_own() -> None:
     again = preview_plan("我住在柏林，是一名护士，我很难过", "", policy)  # another user saying the same words
     assert [f.text for f in again.facts] == kept and again.redactions == {} and "changed" not in again.emotion.cues
     assert writing._remembered_plan.cache_info().hits >= 1
+
+
+def test_a_long_turn_is_planned_but_not_remembered() -> None:
+    writing.forget_previews()
+    long = "我今天去了杭州西湖，风景很好。" * 800  # 12,000 characters: a key that size is not kept
+    plan = preview_plan(long, "好的", WritePolicy())
+    assert plan.episodic_text and plan == writing.plan_turn(long, "好的", policy=WritePolicy(), model=None)
+    assert writing._remembered_plan.cache_info().currsize == 0
