@@ -235,6 +235,8 @@ class MemoryService:
         strict = opts.relevance_floor  # applied below, once documents are judged by their sentences too
         ranked = rank(candidates, replace(opts, relevance_floor=False), now=now, window=window,
                       forgetting=self.forgetting, baseline=floors, asks_when=asks_when(query))
+        if strict:  # a memory under the floor is dropped before it can lift a neighbour (documents: judged below)
+            ranked = [it for it in ranked if it.source == "document" or it.signals.get("relevant", 1.0) > 0]
         if pending:
             ranked = sorted(ranked + self._pending_items(pending, opts, window, exclude=set(records)),
                             key=lambda it: (-it.score, it.id))

@@ -79,3 +79,23 @@ def test_personal_questions_list_only_what_answers_them() -> None:
     before = check(service_with(embedder, per_form=False))  # why the per-form floor exists
     assert "我的猫叫什么？" in before and "我的车是什么颜色？" in before
     assert any("nurse" in t for t in listed(service_with(embedder), "what is my job"))
+
+
+def test_with_the_floor_on_a_memory_under_it_lifts_no_neighbour(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the floor drops irrelevant memories before conversation neighbours share their lead (memory/neighbours.py)
+    from mneme.memory import service as service_module
+
+    seen: list[list[Any]] = []
+    real = service_module.lift_neighbours
+
+    def spy(ranked: Any, **kw: Any) -> Any:
+        seen.append(list(ranked))
+        return real(ranked, **kw)
+
+    monkeypatch.setattr(service_module, "lift_neighbours", spy)
+    service = service_with(FakeEmbeddings())
+    got = listed(service, "我的猫叫什么？")
+    assert got and all("猫" in t for t in got)
+    assert seen and all(it.signals.get("relevant", 1.0) > 0 for it in seen[-1] if it.source == "memory")
+    loose = service.recall("u", "我的猫叫什么？", options=RecallOptions(reinforce=False))
+    assert any(it.signals.get("relevant") == 0.0 for it in loose)  # there were memories under the floor
