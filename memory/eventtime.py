@@ -48,12 +48,14 @@ def event_span(text: str, said_at: float, *, reply: str = "") -> tuple[float, fl
 
 
 def event_time(text: str, said_at: float, *, reply: str = "") -> tuple[tuple[float, float] | None, bool]:
-    """``event_span``'s span, and whether the words name a time at all ("today", "this month" name the time they
-    were said: no span, but they tell when — ``answertype`` uses it). One parse of each text, as ``event_span``."""
+    """``event_span``'s span, and whether the user's words name a time at all ("today", "this month" name the time
+    they were said: no span, but they tell when — ``answertype`` uses it). One parse of each text, as
+    ``event_span``. A reply's span counts (the user's "还不错" to "你上周末去爬山了？"), but not a reply that only
+    names the present: "How are you feeling today?" says nothing of when the user's words happened."""
     named: list[bool] = []
     found = _span(text, said_at, named)
     if found is None and reply:
-        found = _span(reply, said_at, named)
+        found = _span(reply, said_at)
     return found, any(named)
 
 

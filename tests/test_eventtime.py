@@ -165,3 +165,18 @@ def test_a_turn_that_names_its_own_day_is_flagged_when_written() -> None:
     service.remember_turn("u", user_text="我喜欢博物馆", assistant_text="", thread_id="t2", now=WED_20)
     flags = {r.text: r.metadata.get(NAMES_TIME) for r in service.store.scan("u", kinds=[Kind.EPISODIC])}
     assert flags["user: 今天我去了博物馆"] is True and flags["user: 我喜欢博物馆"] is None
+
+
+@pytest.mark.parametrize(("text", "reply"), [
+    ("I love camping in the mountains", "That sounds lovely! How are you feeling today?"),
+    ("我喜欢露营", "听起来很棒！你今天感觉怎么样？"),
+    ("My sister plays the cello", "Anything else I can help you with this week?"),
+])
+def test_a_reply_that_names_the_present_does_not_date_the_user_s_words(text: str, reply: str) -> None:
+    said = datetime(2023, 7, 17, 10, tzinfo=UTC).timestamp()
+    assert event_time(text, said, reply=reply) == (None, False)
+
+
+def test_a_reply_s_span_still_dates_a_user_answer() -> None:
+    span, _ = event_time("还不错", WED_20, reply="你上周末去爬山了，感觉怎么样？")
+    assert days(span) == (date(2024, 3, 16), date(2024, 3, 18))
