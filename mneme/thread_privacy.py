@@ -13,7 +13,6 @@ bookkeeping strings are left alone: redacting those could break the checkpointer
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -29,9 +28,10 @@ class RedactingSerializer:
     def __init__(self, inner: SerializerProtocol | None = None, *, policy: RedactionPolicy = DEFAULT_POLICY) -> None:
         self.inner: SerializerProtocol = inner or JsonPlusSerializer()
         self.policy = policy
-        self._redact = lru_cache(maxsize=4096)(self._redact_text)
 
-    def _redact_text(self, text: str) -> str:
+    def _redact(self, text: str) -> str:
+        # ``redact`` remembers recent texts itself (one process memo, emptied on erasure): the thread's earlier
+        # messages, serialized again with every checkpoint, are not scanned again
         return redact(text, self.policy).text
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
