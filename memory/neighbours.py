@@ -17,12 +17,12 @@ same thread: ``score += share · max(0, score(neighbour) − score(item))``.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 
 from mneme.memory.ranking import Recalled
 
+_NEVER = float("-inf")
 SITTING_SECONDS = 30 * 60.0
 """Two turns further apart than this are not neighbours (another sitting of the conversation)."""
 
@@ -36,30 +36,27 @@ def lift_neighbours(ranked: Sequence[Recalled], *, share: float = 0.5,
     items = list(ranked)
     if share <= 0 or len(items) < 2:
         return items
-    by_thread: dict[str, list[Recalled]] = defaultdict(list)
+    # per thread: the best score at each distinct time of its candidates, then those times in order
+    best_at: dict[str, dict[float, float]] = {}
     for it in items:
         if it.thread_id:
-            by_thread[it.thread_id].append(it)
-    # per thread: the distinct times of its candidates, and the best score at each time
-    times: dict[str, list[float]] = {}
-    best_at: dict[tuple[str, float], float] = {}
-    for thread, members in by_thread.items():
-        times[thread] = sorted({m.created_at for m in members})
-        for m in members:
-            key = (thread, m.created_at)
-            best_at[key] = max(best_at.get(key, float("-inf")), m.score)
+            at = best_at.setdefault(it.thread_id, {})
+            at[it.created_at] = max(at.get(it.created_at, _NEVER), it.score)
+    lines = {tid: (sorted(at), at) for tid, at in best_at.items() if len(at) > 1}
     out: list[Recalled] = []
     for it in items:
-        tid = it.thread_id
-        if not tid or tid not in times or len(times[tid]) < 2:
+        line = lines.get(it.thread_id) if it.thread_id else None
+        if line is None:
             out.append(it)
             continue
-        ts = times[tid]
-        pos = bisect_left(ts, it.created_at)
+        ts, at = line
+        t = it.created_at
+        pos = bisect_left(ts, t)
         lead = 0.0
-        for j in (pos - 1, pos + 1):
-            if 0 <= j < len(ts) and abs(ts[j] - it.created_at) <= max_gap:
-                lead = max(lead, best_at[(tid, ts[j])] - it.score)
+        if pos > 0 and abs(ts[pos - 1] - t) <= max_gap:
+            lead = max(lead, at[ts[pos - 1]] - it.score)
+        if pos + 1 < len(ts) and abs(ts[pos + 1] - t) <= max_gap:
+            lead = max(lead, at[ts[pos + 1]] - it.score)
         if lead > 0:
             lift = share * lead
             it = replace(it, score=it.score + lift, signals={**it.signals, "neighbour": lift})

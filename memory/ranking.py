@@ -25,9 +25,9 @@ from typing import Any
 from mneme.memory.answertype import tells_when
 from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.eventtime import event_affinity, span_of
-from mneme.memory.forgetting import ForgettingPolicy, combine, retention
+from mneme.memory.forgetting import Fade, ForgettingPolicy
 from mneme.memory.fusion import count_tokens, fit_budget, mmr
-from mneme.memory.relevance import Form, form_of, relevant
+from mneme.memory.relevance import Form, form_of
 from mneme.memory.timewindow import TimeWindow, time_affinity
 
 CANDIDATE_POOL = 100
@@ -138,16 +138,26 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
     lo = min(dense_scores, default=0.0)
     hi = max(dense_scores, default=1.0)
     kmax = max((c.keyword for c in cands if c.keyword is not None), default=0.0)
+    pool_min = lo if dense_scores else None
+    # the loop's invariants, once (recall ranks ~100-200 candidates a query; this loop is most of it)
+    kw_weight = options.keyword_weight
+    dense_weight = 1 - kw_weight
+    floors: dict[Kind, float] | None = None
+    if baseline is not None:
+        floors = {kind: baseline if isinstance(baseline, float | int) else baseline[form_of(kind)] for kind in Kind}
+    when_bonus = options.answer_weight if asks_when else 0.0
+    fade = Fade(policy, now) if options.forgetting else None
     scored: list[Recalled] = []
     for cand in cands:
         rec = cand.record
-        d = 0.0 if cand.dense is None else (cand.dense - lo) / (hi - lo) if hi > lo else 1.0
-        kw = (cand.keyword or 0.0) / kmax if kmax > 0 else 0.0
-        relevance = (1 - options.keyword_weight) * d + options.keyword_weight * kw
-        signals = {"dense": cand.dense or 0.0, "keyword": cand.keyword or 0.0}
-        if baseline is not None:
-            floor = baseline if isinstance(baseline, float | int) else baseline[form_of(rec.kind)]
-            ok = relevant(cand.dense, baseline=floor, pool_min=lo if dense_scores else None)
+        dense, keyword = cand.dense, cand.keyword
+        d = 0.0 if dense is None else (dense - lo) / (hi - lo) if hi > lo else 1.0
+        kw = (keyword or 0.0) / kmax if kmax > 0 else 0.0
+        relevance = dense_weight * d + kw_weight * kw
+        signals = {"dense": dense or 0.0, "keyword": keyword or 0.0}
+        if floors is not None:
+            floor = floors[rec.kind] if rec.kind in floors else floors[Kind(rec.kind)]
+            ok = dense > floor if dense is not None else pool_min is not None and pool_min > floor
             if options.relevance_floor and not ok:
                 continue
             signals["relevant"] = 1.0 if ok else 0.0
@@ -158,8 +168,8 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
                 affinity = max(affinity, event_affinity(event, window))
             relevance += options.time_weight * affinity
             signals["time"] = affinity
-        if asks_when and options.answer_weight and tells_when(rec, asks_when):  # answered by what says when
-            relevance += options.answer_weight
+        if when_bonus and asks_when and tells_when(rec, asks_when):  # answered by what says when
+            relevance += when_bonus
             signals["when"] = 1.0
         is_doc = rec.kind == Kind.DOCUMENT
         weight = options.document_weight if is_doc else options.memory_weight
@@ -168,10 +178,10 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
         relevance *= weight
         signals["relevance"] = relevance
         score = relevance
-        if options.forgetting and not is_doc:
-            r = retention(rec, now, policy)
+        if fade is not None and not is_doc:
+            r = fade.retention(rec)
             signals["retention"] = r
-            score = combine(relevance, r, policy)
+            score = fade.combine(relevance, r)
         if score < options.score_floor:
             continue
         scored.append(Recalled(

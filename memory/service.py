@@ -46,6 +46,7 @@ from mneme.memory.journal import JournalEntry, WriteJournal, new_entry_id, recor
 from mneme.memory.keyword import KeywordEntry, KeywordIndex
 from mneme.memory.lowvalue import is_low_value
 from mneme.memory.neighbours import lift_neighbours
+from mneme.memory.overlap import Beside
 from mneme.memory.passages import judge_documents
 from mneme.memory.ranking import CANDIDATE_POOL, Candidate, Recalled, RecallOptions, rank, select
 from mneme.memory.redaction import forget_remembered, redact
@@ -205,18 +206,22 @@ class MemoryService:
         self._catch_up(user_id)
         if opts.include_documents:
             self._catch_up(SHARED_TENANT)  # documents another process ingested
-        window = parse_time_window(query, now) if opts.time_aware else None
         kinds: list[Kind] = list(MEMORY_KINDS) + ([Kind.DOCUMENT] if opts.include_documents else [])
         pool = max(CANDIDATE_POOL, 4 * opts.k)
-        vector = self.store.embedder.embed([query])[0]
-        dense = self.store.search(user_id, vector, kinds=kinds, k=pool, include_shared=opts.include_documents)
-        kind_of: dict[str, str] = {}
-        keyword = self.keyword.search(user_id, query, kinds=[str(k) for k in kinds], k=pool,
-                                      include_shared=opts.include_documents, kinds_found=kind_of)
+        # the keyword channel runs beside the query's embedding (memory/overlap.py): ~1 ms of a recall's ~5
+        side = Beside(lambda: self._keyword_channel(user_id, query, kinds, pool, opts, now))
+        try:
+            vector = self.store.embedder.embed([query])[0]
+            dense = self.store.search(user_id, vector, kinds=kinds, k=pool, include_shared=opts.include_documents)
+        finally:
+            side.wait()  # never leave it running past this recall, even when the dense channel failed
+        keyword, kind_of, window = side.result()
         records = {h.record.id: h.record for h in dense}
         dense_scores = {h.record.id: h.score for h in dense}
         missing = [i for i, _ in keyword if i not in records]
         if missing:  # keyword-only hits: read them from the collections of their kinds only
+            # (here rather than beside the embedding: reading the ~30 the dense channel did not find costs less
+            # than reading all ~100 beside it, whose Python work slows the embedding down; measured)
             wanted = sorted({Kind(kind_of[i]) for i in missing if i in kind_of} & set(kinds))
             tenants = (user_id, SHARED_TENANT) if opts.include_documents and Kind.DOCUMENT in wanted else (user_id,)
             for tenant in tenants:
@@ -255,6 +260,15 @@ class MemoryService:
                 logger.warning("recall: could not reinforce the recalled memories of %s: %s: %s", user_id,
                                type(exc).__name__, exc)
         return out
+
+    def _keyword_channel(self, user_id: str, query: str, kinds: list[Kind], pool: int, opts: RecallOptions,
+                         now: float) -> tuple[list[tuple[str, float]], dict[str, str], TimeWindow | None]:
+        """What a recall needs that no query embedding does: the keyword channel's hits, each hit's kind, and the
+        time window the query names (run beside the embedding: memory/overlap.py)."""
+        kind_of: dict[str, str] = {}
+        keyword = self.keyword.search(user_id, query, kinds=[str(k) for k in kinds], k=pool,
+                                      include_shared=opts.include_documents, kinds_found=kind_of)
+        return keyword, kind_of, parse_time_window(query, now) if opts.time_aware else None
 
     def recall_pending(self, user_id: str, query: str, *, options: RecallOptions | None = None,
                        now: float | None = None) -> list[Recalled]:

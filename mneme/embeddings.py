@@ -41,7 +41,7 @@ class USEEmbedder:
             return []
         with self._lock:  # the numpy backend keeps per-call buffers; serialise callers
             vectors = self._model.encode([clean_text(t) if t.strip() else "." for t in texts])
-        return [[float(x) for x in row] for row in vectors]
+        return vectors.tolist()  # type: ignore[no-any-return]  # float32 rows as Python floats, exactly
 
 
 class OpenAIEmbedder:

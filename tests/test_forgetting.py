@@ -8,6 +8,7 @@ from mneme.errors import InvalidInputError
 from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.forgetting import (
     DAY,
+    Fade,
     ForgettingPolicy,
     combine,
     decide,
@@ -210,3 +211,9 @@ def test_a_record_and_a_mapping_of_its_fields_are_retained_alike(age, last, imp,
               "access_count": acc}
     got, want = retention(record, NOW, policy), retention(fields, NOW, policy)
     assert got == want or (math.isnan(got) and math.isnan(want))
+    # rank's loop (Fade: the policy's constants computed once per recall) gives the very same values
+    fade = Fade(policy, NOW)
+    faded = fade.retention(record)
+    assert faded == want or (math.isnan(faded) and math.isnan(want))
+    for relevance in (0.0, 0.37, -0.2, 1.3):
+        assert fade.combine(relevance, faded) == combine(relevance, faded, policy)

@@ -1,0 +1,89 @@
+"""Work beside a recall (memory/overlap.py): same results as inline, bounded, never queued, errors kept."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from mneme.embeddings import load_embedder
+from mneme.memory import overlap
+from mneme.memory.inprocess import InProcessStore
+from mneme.memory.keyword import KeywordIndex
+from mneme.memory.overlap import Beside
+from mneme.memory.ranking import RecallOptions
+from mneme.memory.service import MemoryService
+
+
+def test_the_work_runs_on_a_helper_and_its_result_comes_back() -> None:
+    caller = threading.get_ident()
+    side = Beside(lambda: (threading.get_ident(), "北京"))
+    ident, value = side.result()
+    assert value == "北京" and ident != caller and not side.inline
+
+
+def test_an_exception_waits_for_result_and_wait_never_raises() -> None:
+    def boom() -> None:
+        raise ValueError("关键词索引坏了")
+
+    side = Beside(boom)
+    side.wait()  # finished, and it did not raise here
+    with pytest.raises(ValueError, match="关键词索引坏了"):
+        side.result()
+
+
+def test_when_every_helper_is_busy_the_work_runs_inline_instead_of_queueing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(overlap, "WORKERS", 2)
+    release, started = threading.Event(), threading.Semaphore(0)
+
+    def hold() -> str:
+        started.release()
+        release.wait(10)
+        return "held"
+
+    busy = [Beside(hold) for _ in range(2)]
+    for _ in busy:
+        assert started.acquire(timeout=10)
+    caller = threading.get_ident()
+    extra = Beside(lambda: threading.get_ident())
+    assert extra.inline and extra.result() == caller  # ran at once, on the caller's thread
+    release.set()
+    assert [b.result() for b in busy] == ["held", "held"]
+    after = Beside(lambda: threading.get_ident())  # helpers free again
+    assert not after.inline and after.result() != caller
+
+
+TURNS = [
+    ("我上周去杭州出差，顺便看了西湖。", "西湖很美。"),
+    ("I adopted a golden retriever named Biscuit last spring.", "Lovely name!"),
+    ("我女儿下个月要参加钢琴考级，每天练两个小时。", "祝她顺利。"),
+    ("My sister works as a nurse in Berlin.", "That is demanding work."),
+    ("昨天我把方案交给了领导，他说下周给反馈。", "希望一切顺利。"),
+]
+
+
+def test_recall_with_the_keyword_channel_beside_equals_recall_inline(monkeypatch: pytest.MonkeyPatch) -> None:
+    service = MemoryService(InProcessStore(load_embedder("use-m3")), keyword=KeywordIndex(None),
+                            clock=lambda: 1_700_000_000.0)
+    for i, (user, reply) in enumerate(TURNS):
+        service.remember_turn("alice", user_text=user, assistant_text=reply, now=1_700_000_000.0 - 3600 * i)
+    opts = RecallOptions(k=4, reinforce=False)
+    queries = ["我去杭州看了什么？", "What is my dog called?", "领导什么时候给反馈", "Where does my sister work?"]
+    beside = [[(it.id, it.score) for it in service.recall("alice", q, options=opts)] for q in queries]
+    monkeypatch.setattr(overlap, "WORKERS", 0)  # every recall's keyword channel inline, as before
+    inline = [[(it.id, it.score) for it in service.recall("alice", q, options=opts)] for q in queries]
+    assert beside == inline
+    assert all(beside)  # each query found something: the comparison is not of empty lists
+
+
+def test_the_work_sees_the_callers_context() -> None:
+    import contextvars
+
+    run: contextvars.ContextVar[str] = contextvars.ContextVar("run", default="none")
+    token = run.set("用户甲的这次运行")
+    try:
+        side = Beside(lambda: run.get())
+        assert not side.inline and side.result() == "用户甲的这次运行"
+    finally:
+        run.reset(token)
