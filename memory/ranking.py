@@ -27,7 +27,7 @@ from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.eventtime import event_affinity, span_of
 from mneme.memory.forgetting import Fade, ForgettingPolicy
 from mneme.memory.fusion import count_tokens, fit_budget, mmr
-from mneme.memory.relevance import Form, form_of
+from mneme.memory.relevance import Form, form_of, relevant
 from mneme.memory.timewindow import TimeWindow, time_affinity
 
 CANDIDATE_POOL = 100
@@ -142,9 +142,11 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
     # the loop's invariants, once (recall ranks ~100-200 candidates a query; this loop is most of it)
     kw_weight = options.keyword_weight
     dense_weight = 1 - kw_weight
-    floors: dict[Kind, float] | None = None
-    if baseline is not None:
-        floors = {kind: baseline if isinstance(baseline, float | int) else baseline[form_of(kind)] for kind in Kind}
+    def floor_of(kind: Kind | str) -> float:
+        assert baseline is not None
+        return baseline if isinstance(baseline, float | int) else baseline[form_of(kind)]
+
+    floors = {kind: floor_of(kind) for kind in Kind} if baseline is not None else None
     when_bonus = options.answer_weight if asks_when else 0.0
     fade = Fade(policy, now) if options.forgetting else None
     scored: list[Recalled] = []
@@ -156,8 +158,8 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
         relevance = dense_weight * d + kw_weight * kw
         signals = {"dense": dense or 0.0, "keyword": keyword or 0.0}
         if floors is not None:
-            floor = floors[rec.kind] if rec.kind in floors else floors[Kind(rec.kind)]
-            ok = dense > floor if dense is not None else pool_min is not None and pool_min > floor
+            floor = floors[rec.kind] if rec.kind in floors else floor_of(rec.kind)  # (a kind given as a string)
+            ok = relevant(dense, baseline=floor, pool_min=pool_min)
             if options.relevance_floor and not ok:
                 continue
             signals["relevant"] = 1.0 if ok else 0.0

@@ -46,7 +46,7 @@ from mneme.memory.journal import JournalEntry, WriteJournal, new_entry_id, recor
 from mneme.memory.keyword import KeywordEntry, KeywordIndex
 from mneme.memory.lowvalue import is_low_value
 from mneme.memory.neighbours import lift_neighbours
-from mneme.memory.overlap import Beside
+from mneme.memory.overlap import Beside, working
 from mneme.memory.passages import judge_documents
 from mneme.memory.ranking import CANDIDATE_POOL, Candidate, Recalled, RecallOptions, rank, select
 from mneme.memory.redaction import forget_remembered, redact
@@ -198,7 +198,8 @@ class MemoryService:
         pool = max(CANDIDATE_POOL, 4 * opts.k)
         pending = self.journal.search(user_id, query, k=pool) if self.journal is not None else []
         pin = getattr(self.store, "pinned_stamps", None)  # server mode: one read of the change stamps per recall
-        with pin([user_id, SHARED_TENANT] if opts.include_documents else [user_id]) if pin else nullcontext():
+        with working(), pin([user_id, SHARED_TENANT] if opts.include_documents else [user_id]) if pin \
+                else nullcontext():
             return self._recall(user_id, query, opts, now, pending)
 
     def _recall(self, user_id: str, query: str, opts: RecallOptions, now: float,
@@ -454,6 +455,10 @@ class MemoryService:
 
     def store_turns(self, requests: Sequence[TurnRequest], plans: Sequence[TurnPlan]) -> list[WriteReport]:
         """Store already planned turns: their records are embedded in one call and written in one batch."""
+        with working():  # a core taken: a recall meanwhile keeps its keyword channel inline (memory/overlap.py)
+            return self._store_turns(requests, plans)
+
+    def _store_turns(self, requests: Sequence[TurnRequest], plans: Sequence[TurnPlan]) -> list[WriteReport]:
         batch = _Batch(stored_hashes=self._stored_hashes(requests, plans))
         reports: list[WriteReport] = []
         for request, plan in zip(requests, plans, strict=True):

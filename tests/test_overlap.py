@@ -15,6 +15,11 @@ from mneme.memory.ranking import RecallOptions
 from mneme.memory.service import MemoryService
 
 
+@pytest.fixture(autouse=True)
+def two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(overlap, "CORES", 2)  # as here, whatever machine runs the tests
+
+
 def test_the_work_runs_on_a_helper_and_its_result_comes_back() -> None:
     caller = threading.get_ident()
     side = Beside(lambda: (threading.get_ident(), "北京"))
@@ -87,3 +92,36 @@ def test_the_work_sees_the_callers_context() -> None:
         assert not side.inline and side.result() == "用户甲的这次运行"
     finally:
         run.reset(token)
+
+
+def test_a_forked_child_gets_helpers_of_its_own() -> None:
+    import os
+
+    assert Beside(lambda: 1).result() == 1  # the parent's pool exists (and its threads do not fork)
+    pid = os.fork()
+    if pid == 0:  # the child: work beside must run, not wait for the parent's threads
+        import signal
+
+        signal.alarm(10)  # a child that would wait for ever is killed instead (the test then fails)
+        code = 0
+        try:
+            side = Beside(lambda: "子进程")
+            code = 0 if side.result() == "子进程" and not side.inline else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_work_runs_beside_only_while_a_core_is_spare(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a loaded server has no core to spare: running beside would only cost CPU there (memory/overlap.py)
+    monkeypatch.setattr(overlap, "CORES", 2)
+    caller = threading.get_ident()
+    with overlap.working():
+        alone = Beside(lambda: threading.get_ident())
+        with overlap.working():  # another recall (or a batch write) in flight in this process
+            crowded = Beside(lambda: threading.get_ident())
+    assert not alone.inline and alone.result() != caller
+    assert crowded.inline and crowded.result() == caller
+    monkeypatch.setattr(overlap, "CORES", 1)  # one core: never beside
+    assert Beside(lambda: 0).inline
