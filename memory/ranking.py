@@ -25,7 +25,7 @@ from typing import Any
 from mneme.memory.answertype import tells_when
 from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.eventtime import event_affinity, span_of
-from mneme.memory.forgetting import Fade, ForgettingPolicy
+from mneme.memory.forgetting import Fade, ForgettingPolicy, combine
 from mneme.memory.fusion import count_tokens, fit_budget, mmr
 from mneme.memory.relevance import Form, form_of, relevant
 from mneme.memory.timewindow import TimeWindow, time_affinity
@@ -142,11 +142,6 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
     # the loop's invariants, once (recall ranks ~100-200 candidates a query; this loop is most of it)
     kw_weight = options.keyword_weight
     dense_weight = 1 - kw_weight
-    def floor_of(kind: Kind | str) -> float:
-        assert baseline is not None
-        return baseline if isinstance(baseline, float | int) else baseline[form_of(kind)]
-
-    floors = {kind: floor_of(kind) for kind in Kind} if baseline is not None else None
     when_bonus = options.answer_weight if asks_when else 0.0
     fade = Fade(policy, now) if options.forgetting else None
     scored: list[Recalled] = []
@@ -157,8 +152,8 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
         kw = (keyword or 0.0) / kmax if kmax > 0 else 0.0
         relevance = dense_weight * d + kw_weight * kw
         signals = {"dense": dense or 0.0, "keyword": keyword or 0.0}
-        if floors is not None:
-            floor = floors[rec.kind] if rec.kind in floors else floor_of(rec.kind)  # (a kind given as a string)
+        if baseline is not None:
+            floor = baseline if isinstance(baseline, float | int) else baseline[form_of(rec.kind)]
             ok = relevant(dense, baseline=floor, pool_min=pool_min)
             if options.relevance_floor and not ok:
                 continue
@@ -183,7 +178,7 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
         if fade is not None and not is_doc:
             r = fade.retention(rec)
             signals["retention"] = r
-            score = fade.combine(relevance, r)
+            score = combine(relevance, r, policy)
         if score < options.score_floor:
             continue
         scored.append(Recalled(

@@ -215,5 +215,3 @@ def test_a_record_and_a_mapping_of_its_fields_are_retained_alike(age, last, imp,
     fade = Fade(policy, NOW)
     faded = fade.retention(record)
     assert faded == want or (math.isnan(faded) and math.isnan(want))
-    for relevance in (0.0, 0.37, -0.2, 1.3):
-        assert fade.combine(relevance, faded) == combine(relevance, faded, policy)
