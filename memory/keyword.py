@@ -235,6 +235,7 @@ class KeywordIndex:
         include_shared: bool = False,
         archived: bool | None = False,
         kinds_found: dict[str, str] | None = None,
+        terms: Sequence[str] | None = None,
     ) -> list[tuple[str, float]]:
         """The ``k`` best entries of ``user_id`` for ``query`` as ``(id, score)``, best first.
 
@@ -243,11 +244,13 @@ class KeywordIndex:
         statistics); ``archived`` False searches live entries, True the archive, None both. A query with
         no searchable word returns ``[]``. ``kinds_found``, if given, receives each hit's indexed kind (read
         with the hit: recall needs it to read the hits from their collections, without a ``kinds_of`` query).
+        ``terms``, if given, are ``tokenize(query)`` already made (recall tokenizes on its own thread: see
+        ``MemoryService._keyword_channel``).
         """
         user_id = validate_tenant(user_id, allow_shared=True)
         if k <= 0 or (kinds is not None and not list(kinds)):
             return []
-        terms = list(dict.fromkeys(tokenize(query)))[:MAX_QUERY_TOKENS]
+        terms = list(dict.fromkeys(tokenize(query) if terms is None else terms))[:MAX_QUERY_TOKENS]
         if not terms:
             return []
         tenants = [user_id] if not include_shared or user_id == SHARED_TENANT else [user_id, SHARED_TENANT]

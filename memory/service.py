@@ -52,6 +52,7 @@ from mneme.memory.ranking import CANDIDATE_POOL, Candidate, Recalled, RecallOpti
 from mneme.memory.redaction import forget_remembered, redact
 from mneme.memory.relevance import NullBaseline
 from mneme.memory.timewindow import TimeWindow, parse_time_window, time_affinity
+from mneme.memory.tokenize import tokenize
 from mneme.memory.writing import TurnPlan, WritePolicy, aplan_turn, forget_previews, plan_turn, preview_plan
 
 if TYPE_CHECKING:
@@ -209,14 +210,17 @@ class MemoryService:
             self._catch_up(SHARED_TENANT)  # documents another process ingested
         kinds: list[Kind] = list(MEMORY_KINDS) + ([Kind.DOCUMENT] if opts.include_documents else [])
         pool = max(CANDIDATE_POOL, 4 * opts.k)
-        # the keyword channel runs beside the query's embedding (memory/overlap.py): ~1 ms of a recall's ~5
-        side = Beside(lambda: self._keyword_channel(user_id, query, kinds, pool, opts, now))
+        # the keyword channel's SQL runs beside the query's embedding (memory/overlap.py); its Python (the
+        # query's words, its time window) here first: beside, it would hold the GIL the embedding waits for
+        terms = tokenize(query)
+        window = parse_time_window(query, now) if opts.time_aware else None
+        side = Beside(lambda: self._keyword_channel(user_id, query, terms, kinds, pool, opts))
         try:
             vector = self.store.embedder.embed([query])[0]
             dense = self.store.search(user_id, vector, kinds=kinds, k=pool, include_shared=opts.include_documents)
         finally:
             side.wait()  # never leave it running past this recall, even when the dense channel failed
-        keyword, kind_of, window = side.result()
+        keyword, kind_of = side.result()
         records = {h.record.id: h.record for h in dense}
         dense_scores = {h.record.id: h.score for h in dense}
         missing = [i for i, _ in keyword if i not in records]
@@ -262,14 +266,14 @@ class MemoryService:
                                type(exc).__name__, exc)
         return out
 
-    def _keyword_channel(self, user_id: str, query: str, kinds: list[Kind], pool: int, opts: RecallOptions,
-                         now: float) -> tuple[list[tuple[str, float]], dict[str, str], TimeWindow | None]:
-        """What a recall needs that no query embedding does: the keyword channel's hits, each hit's kind, and the
-        time window the query names (run beside the embedding: memory/overlap.py)."""
+    def _keyword_channel(self, user_id: str, query: str, terms: list[str], kinds: list[Kind], pool: int,
+                         opts: RecallOptions) -> tuple[list[tuple[str, float]], dict[str, str]]:
+        """The keyword channel's hits for the query's ``terms`` and each hit's kind (run beside the embedding:
+        memory/overlap.py; SQLite lets go of the GIL while it searches)."""
         kind_of: dict[str, str] = {}
         keyword = self.keyword.search(user_id, query, kinds=[str(k) for k in kinds], k=pool,
-                                      include_shared=opts.include_documents, kinds_found=kind_of)
-        return keyword, kind_of, parse_time_window(query, now) if opts.time_aware else None
+                                      include_shared=opts.include_documents, kinds_found=kind_of, terms=terms)
+        return keyword, kind_of
 
     def recall_pending(self, user_id: str, query: str, *, options: RecallOptions | None = None,
                        now: float | None = None) -> list[Recalled]:

