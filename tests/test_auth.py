@@ -55,13 +55,13 @@ def test_a_key_is_stored_as_a_hash_in_a_private_file_and_names_its_user(tmp_path
 def test_a_key_names_its_user_and_only_its_exact_secret_passes(key_store: KeyStore) -> None:
     assert not key_store.exists()
     record, key = key_store.create("alice")
-    secret = key.rsplit("_", 1)[1]
+    secret = key.split("_", 2)[2]  # mneme_<id>_<secret>: the secret itself may hold "_" (token_urlsafe)
     assert key_store.exists()
     assert key_store.verify(key) == record and record.user_id == "alice" and not record.admin
     assert key_store.verify(key[:-1] + ("A" if key[-1] != "A" else "B")) is None
     assert key_store.verify(f"mneme_{record.id}_") is None and key_store.verify("mneme_nothing") is None
     _, other = key_store.create("bob")
-    assert key_store.verify(f"mneme_{record.id}_{other.rsplit('_', 1)[1]}") is None  # bob's secret, alice's id
+    assert key_store.verify(f"mneme_{record.id}_{other.split('_', 2)[2]}") is None  # bob's secret, alice's id
     listed = key_store.list()
     assert [k.user_id for k in listed] == ["alice", "bob"] and secret not in repr(listed)
 
@@ -233,7 +233,7 @@ def test_the_keys_command_creates_lists_and_revokes(tmp_path: Path, capsys: pyte
     _, listed, _ = _mneme(capsys, "keys", "list", "--json")
     rows = json.loads(listed)
     assert [(r["id"], r["user_id"], r["admin"], r["label"]) for r in rows] == [(found.id, "alice", True, "ops laptop")]
-    assert key.rsplit("_", 1)[1] not in listed
+    assert key.split("_", 2)[2] not in listed
     assert _mneme(capsys, "keys", "revoke", found.id)[0] == 0
     code, _, err = _mneme(capsys, "keys", "revoke", found.id)
     assert code == 2 and "no live API key" in err
