@@ -332,6 +332,8 @@ def test_bench_retrieval_command_prints_figures(tmp_path: Path) -> None:
     assert result["latency_ms"]["p95"] >= result["latency_ms"]["p50"] > 0
     assert result["ingest_per_s"] > 0 and result["peak_rss_mb"] > 0
     assert 0 < result["target_tenant_memories"] < 300
+    machine = result["machine"]  # what the figures were measured on, and how busy it was
+    assert machine["cpus"] == os.cpu_count() and machine["loadavg_1m"] >= 0 and machine["loadavg_1m_after"] >= 0
 
 
 def test_bench_store_reports_both_modes_and_the_cost_of_another_process_write(tmp_path: Path, chroma_server) -> None:

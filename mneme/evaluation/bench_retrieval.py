@@ -3,7 +3,7 @@
 Builds N synthetic memories (Chinese and English, varied vocabulary) spread over many tenants, with one
 measured tenant holding ``--share`` of them, in a temporary store of the configured kind; then times
 ``MemoryService.recall`` for that tenant. Prints JSON: ``{"memories", "latency_ms": {"p50", "p95"},
-"ingest_per_s", "peak_rss_mb", ...}``.
+"ingest_per_s", "peak_rss_mb", "machine": {"cpus", "loadavg_1m", ...}, ...}``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mneme.clock import FixedClock
-from mneme.evaluation.harness import add_json_option, emit, percentile
+from mneme.evaluation.harness import add_json_option, emit, machine, percentile
 from mneme.memory.base import Kind, MemoryRecord
 
 _ZH_SUBJECTS = ["我", "我妈妈", "我的同事", "我朋友小王", "我们团队", "我女儿", "我男朋友", "我的老板"]
@@ -83,6 +83,7 @@ def run_retrieval_bench(n: int, *, tenants: int = 100, share: float = 0.01, quer
         opts = RecallOptions(k=10, include_documents=False, reinforce=False)
         qs = [synthetic_text(rng)[:30] for _ in range(queries)]
         service.recall("target", qs[0], options=opts)  # warm caches
+        before = machine()
         lat = []
         for q in qs:
             t = time.perf_counter()
@@ -94,6 +95,7 @@ def run_retrieval_bench(n: int, *, tenants: int = 100, share: float = 0.01, quer
         "queries": queries, "latency_ms": {"p50": round(percentile(lat, 50), 2), "p95": round(percentile(lat, 95), 2)},
         "ingest_per_s": round(n / ingest_s, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
+        "machine": {**before, "loadavg_1m_after": machine()["loadavg_1m"]},
     }
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import platform
 import secrets
 import subprocess
 import sys
@@ -30,7 +29,7 @@ import httpx
 
 from mneme.cli.progress import Progress
 from mneme.evaluation.bench_store import free_port
-from mneme.evaluation.harness import add_json_option, emit, percentile
+from mneme.evaluation.harness import add_json_option, emit, machine, percentile
 
 _EN = "On trip {n} I visited a village called {token} and loved it."
 _ZH = "我第{n}次旅行去了一个叫{token}的村子，很喜欢那里。"
@@ -221,12 +220,6 @@ def verify(url: str, acknowledged: dict[str, list[str]], *, timeout: float = 120
     return {"acknowledged": sum(len(ts) for ts in acknowledged.values()), "stored_within_s": round(drained_s, 1),
             "lost": lost, "not_recalled": not_recalled, "leaked": leaked}
 
-
-def machine() -> dict[str, Any]:
-    """What the figures were measured on, and how busy it was."""
-    load = os.getloadavg()
-    return {"cpus": os.cpu_count(), "platform": platform.platform(terse=True), "python": platform.python_version(),
-            "loadavg_1m": round(load[0], 2)}
 
 
 def run_serve_bench(*, clients: int = 16, turns: int = 12, single_turns: int | None = None,

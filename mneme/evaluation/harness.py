@@ -14,6 +14,8 @@ left is skipped, a smaller later one may still fit), counted with the prompt's t
 from __future__ import annotations
 
 import json
+import os
+import platform
 import statistics
 import time
 from collections import defaultdict
@@ -35,6 +37,13 @@ def percentile(values: Sequence[float], q: float) -> float:
     pos = (len(xs) - 1) * q / 100.0
     lo, hi = int(pos), min(int(pos) + 1, len(xs) - 1)
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on, and how busy it was."""
+    load = os.getloadavg()
+    return {"cpus": os.cpu_count(), "platform": platform.platform(terse=True), "python": platform.python_version(),
+            "loadavg_1m": round(load[0], 2)}
 
 
 def emit(result: Any, json_out: str | Path | bool | None = None) -> None:
