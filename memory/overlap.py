@@ -1,10 +1,11 @@
 """Recall's two channels side by side: the keyword channel runs on a helper thread while the query is embedded.
 
-A recall of a 1,000-memory user spends ~2.5 ms embedding the query (``use-m3``: seven small matrix products in
-BLAS, which releases the GIL) and ~1 ms in the keyword channel (tokenizing in Python, BM25 in SQLite, which
-releases the GIL while it steps). Neither needs the other, so the keyword channel runs beside the embedding and
-a recall costs about the longer of the two plus what their Python work contends for the GIL (~0.3 ms), instead
-of their sum (``mneme bench retrieval``; README).
+A recall of a 1,000-memory user spends ~1.5 ms embedding the query (``use-m3``: small matrix products in BLAS,
+which releases the GIL; ``mneme/use_query.py``) and ~0.8 ms in the keyword channel's BM25 in SQLite, which
+releases the GIL while it steps (the query's words are made on the caller's thread first: pure Python beside
+the embedding would hold the GIL it waits for). Neither needs the other, so the SQL runs beside the embedding and
+a recall costs about the longer of the two plus what their Python work contends for the GIL, instead of their
+sum (``mneme bench retrieval``; README).
 
 Only on a core nobody else is using. Running beside buys latency with CPU (the two threads contend for the GIL
 and the caches: ~1 ms more CPU per served turn, measured with ``mneme bench serve``), which a loaded server

@@ -457,12 +457,9 @@ class MemoryService:
             plan.redactions = merged
         return plan
 
+    @working()  # a core taken: a recall meanwhile keeps its keyword channel inline (memory/overlap.py)
     def store_turns(self, requests: Sequence[TurnRequest], plans: Sequence[TurnPlan]) -> list[WriteReport]:
         """Store already planned turns: their records are embedded in one call and written in one batch."""
-        with working():  # a core taken: a recall meanwhile keeps its keyword channel inline (memory/overlap.py)
-            return self._store_turns(requests, plans)
-
-    def _store_turns(self, requests: Sequence[TurnRequest], plans: Sequence[TurnPlan]) -> list[WriteReport]:
         batch = _Batch(stored_hashes=self._stored_hashes(requests, plans))
         reports: list[WriteReport] = []
         for request, plan in zip(requests, plans, strict=True):
