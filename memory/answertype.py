@@ -6,11 +6,12 @@ says "学了三年了". Classic question answering calls this the expected answe
 a topic matches the question's words as well as the turn holding the time, and often better; whether a turn
 tells a time at all tells them apart.
 
-``asks_when(query)``: the question asks for a time (when, what day, 什么时候, 哪天) or a duration (how long,
-多久). ``tells_when(record, asked)``: the record tells of an event time (the span ``eventtime`` stored with it at
-write time: "two weekends ago", "上周末", "yesterday"), or, for "how long", names a duration ("for 4 years",
-"三年了"). Ranking adds ``RecallOptions.answer_weight`` to the relevance of such records for such questions.
-Costs nothing for other questions; a dict look-up per candidate for "when", plus one small regex for "how long".
+``asks_when(query)``: the question asks for a time (when, what day, which month, how many years ago, 什么时候, 哪天,
+几月, 几号, 星期几, 几年前) or a duration (how long, how many days, 多久, 学了几年, 多少天).
+``tells_when(record, asked)``: the record tells of an event time (the span ``eventtime`` stored with it at write time:
+"two weekends ago", "上周末", "yesterday"), or, for "how long", names a duration ("for 4 years", "三年了"). Ranking adds
+``RecallOptions.answer_weight`` to the relevance of such records for such questions. Costs nothing for other
+questions; a dict look-up per candidate for "when", plus one small regex for "how long".
 
 Names (《…》, "called X") and numbers were measured the same way and left out: no gain on either development set.
 """
@@ -22,10 +23,18 @@ import re
 from mneme.memory.base import MemoryRecord
 from mneme.memory.eventtime import NAMES_TIME, span_of
 
+_UNITS_EN = r"(?:years?|months?|weeks?|days?|hours?|minutes?)"
+_UNITS_ZH = r"(?:年(?!级)|个月|天|周|个?星期|个?小时|分钟)"  # 几年级 asks a grade, not a time
+_HOW_MANY_ZH = r"(?:(?<![这那前过好近])几|多少)"  # 这几天 / 前几天 / 最近几年 say "these / a few", not ask
 _ASKS_WHEN = re.compile(
-    r"^\W*when\b|\bwhat (?:time|day|date|year|month)\b|\bhow long\b|\bsince when\b|"
-    r"什么时候|哪天|哪一天|哪个月|哪年|哪一年|几月几|几号开始|何时|多久|多长时间", re.I)
-_ASKS_HOW_LONG = re.compile(r"\bhow long\b(?! ago)|多久(?!以前|之前)|多长时间", re.I)
+    r"^\W*when\b|\bwhat (?:time|day|date|year|month|week|weekend|season)\b|"
+    r"\bwhich (?:year|month|day|date|week|weekend|season)\b|\bhow long\b|\bsince when\b|"
+    rf"\bhow many {_UNITS_EN}\b|"
+    r"什么时候|哪天|哪一天|哪个月|哪年|哪一年|哪个?星期|哪一?周|哪个周末|几月|几号(?![线楼])|"
+    rf"{_HOW_MANY_ZH}点|星期几|周几|礼拜几|何时|多久|多长时间|{_HOW_MANY_ZH}{_UNITS_ZH}", re.I)
+_ASKS_HOW_LONG = re.compile(
+    rf"\bhow long\b(?! ago)|\bhow many {_UNITS_EN}\b(?! ago)|多久(?!以前|之前)|多长时间|"
+    rf"{_HOW_MANY_ZH}{_UNITS_ZH}(?!前|以前|之前)", re.I)
 
 # "for/since <number> <unit>", "<number>(个)<unit>了": each regex starts with a literal, so a search over a turn is
 # fast (about 1.5 µs per candidate; one regex with alternations up front cost 14 µs)

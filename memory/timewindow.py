@@ -18,11 +18,14 @@ Conventions, chosen to be predictable:
   四月二十七 (no 日/号) the date. Parts of a month are its thirds: 初 / 上旬 / early / the beginning of (1st-10th),
   中旬 / mid / the middle of (11th-20th), 下旬 / 底 / 末 / late / the end of (21st-last). Holidays on fixed dates
   (元旦, 情人节, 五一 = May 1-5, 国庆节 = October 1-7, 圣诞, Christmas (Eve), Halloween, Valentine's Day, New Year's
-  Day/Eve) are their latest occurrence, or that of 去年/今年/last/this; lunar ones (春节, 中秋) are not parsed.
+  Day/Eve, 清明 = April 4-6) are their latest occurrence, or that of 去年/今年/last/this. So are the lunar ones, from a
+  table of 2000-2050: 春节 / Chinese New Year (除夕 to 初七, the public holiday), 除夕, 元宵节, 端午, 七夕, 中秋 /
+  Mid-Autumn Festival, 重阳节 (one day each).
 - Not dates either: 3号线 (a metro line), 5号楼 (a building), 一五一十, 张国庆 (a name: 国庆 needs 节/假/期间).
 - "N weekends ago" / N个周末前 is the Saturday and Sunday N weeks back (1 = last weekend = 上周末).
 - "N days ago" / N天前 is that one day; "N weeks/months/years ago" the calendar week/month/year that
-  contains the day N units back. "a few days ago" / 几天前 / 前几天 is the 7 days before today.
+  contains the day N units back. "a few days ago" / 几天前 / 前几天 is the 7 days before today; "a few weeks ago" /
+  几周前 / 几个星期前 the 4 weeks before that; 半个月前 the calendar week holding the day 15 days back.
 - Seasons are the northern meteorological ones (spring = March to May … winter = December to February):
   去年夏天 / "last summer" is last year's, a bare 夏天 / "in the summer" the latest one begun.
 - Numeric dates with slashes are US order: 5/6 is May 6 (5/6/2023 too); ISO 2023-05-06 is unambiguous.
@@ -169,6 +172,10 @@ def _ago(today: date, n: int, unit: str) -> Span | None:
 
 def _few_days(today: date) -> Span:
     return today - timedelta(days=7), today, "range"
+
+
+def _few_weeks(today: date) -> Span:
+    return today - timedelta(days=35), today - timedelta(days=7), "range"
 
 
 # -- patterns ----------------------------------------------------------------------------------
@@ -404,12 +411,99 @@ def _en_month_part(m: re.Match[str], today: date) -> Span | None:
 
 _HOLIDAYS: dict[str, tuple[int, int, int]] = {
     "元旦": (1, 1, 1), "情人节": (2, 14, 1), "妇女节": (3, 8, 1), "五一": (5, 1, 5), "劳动节": (5, 1, 5),
-    "儿童节": (6, 1, 1), "国庆": (10, 1, 7), "万圣节": (10, 31, 1), "平安夜": (12, 24, 1), "圣诞": (12, 25, 1),
+    "儿童节": (6, 1, 1), "清明": (4, 4, 3), "国庆": (10, 1, 7), "万圣节": (10, 31, 1), "平安夜": (12, 24, 1),
+    "圣诞": (12, 25, 1),
     "new year's day": (1, 1, 1), "new year's eve": (12, 31, 1), "valentine's day": (2, 14, 1),
     "halloween": (10, 31, 1), "christmas eve": (12, 24, 1), "christmas": (12, 25, 1),
 }
-"""Holidays on fixed Gregorian dates: (month, day, days). Lunar ones (春节, 中秋) move every year and are left out;
-五一 and 国庆 are the public holidays (May 1-5, October 1-7)."""
+"""Holidays on fixed Gregorian dates: (month, day, days). 五一 and 国庆 are the public holidays (May 1-5, October
+1-7); 清明 falls on April 4 or 5 (a solar term): April 4-6. Lunar ones are in ``_LUNAR``."""
+
+_LUNAR_FIRST_YEAR = 2000
+_LUNAR_DATES: dict[str, str] = {  # the Gregorian month and day (MMDD) of each year 2000-2050: a decade a line
+    "new year": (
+        "0205 0124 0212 0201 0122 0209 0129 0218 0207 0126 "
+        "0214 0203 0123 0210 0131 0219 0208 0128 0216 0205 "
+        "0125 0212 0201 0122 0210 0129 0217 0206 0126 0213 "
+        "0203 0123 0211 0131 0219 0208 0128 0215 0204 0124 "
+        "0212 0201 0122 0210 0130 0217 0206 0126 0214 0202 "
+        "0123"
+    ),
+    "dragon boat": (
+        "0606 0625 0615 0604 0622 0611 0531 0619 0608 0528 "
+        "0616 0606 0623 0612 0602 0620 0609 0530 0618 0607 "
+        "0625 0614 0603 0622 0610 0531 0619 0609 0528 0616 "
+        "0605 0624 0612 0601 0620 0610 0530 0618 0607 0527 "
+        "0614 0603 0622 0611 0531 0619 0608 0529 0615 0604 "
+        "0623"
+    ),
+    "qixi": (
+        "0806 0825 0815 0804 0822 0811 0731 0819 0807 0826 "
+        "0816 0806 0823 0813 0802 0820 0809 0828 0817 0807 "
+        "0825 0814 0804 0822 0810 0829 0819 0808 0826 0816 "
+        "0805 0824 0812 0801 0820 0810 0828 0817 0807 0826 "
+        "0814 0803 0822 0811 0731 0819 0808 0827 0816 0805 "
+        "0823"
+    ),
+    "mid-autumn": (
+        "0912 1001 0921 0911 0928 0918 1006 0925 0914 1003 "
+        "0922 0912 0930 0919 0908 0927 0915 1004 0924 0913 "
+        "1001 0921 0910 0929 0917 1006 0925 0915 1003 0922 "
+        "0912 1001 0919 0908 0927 0916 1004 0924 0913 1002 "
+        "0920 0910 0928 0917 1005 0925 0915 1004 0922 0911 "
+        "0930"
+    ),
+    "double ninth": (
+        "1006 1025 1014 1004 1022 1011 1030 1019 1007 1026 "
+        "1016 1005 1023 1013 1002 1021 1009 1028 1017 1007 "
+        "1025 1014 1004 1023 1011 1029 1018 1008 1026 1016 "
+        "1005 1024 1012 1001 1020 1009 1027 1017 1007 1026 "
+        "1014 1003 1022 1011 1029 1018 1008 1027 1016 1005 "
+        "1024"
+    ),
+}
+"""Lunar festivals by Gregorian date, 2000-2050: 正月初一, 五月初五, 七月初七, 八月十五, 九月初九 (made once from the
+Chinese calendar with ``lunardate``, a GPL library not shipped with Mneme; the tests check known years)."""
+_LUNAR: dict[str, tuple[str, int, int]] = {
+    "春节": ("new year", -1, 8), "spring festival": ("new year", -1, 8), "chinese new year": ("new year", -1, 8),
+    "lunar new year": ("new year", -1, 8), "chinese new year's eve": ("new year", -1, 1),
+    "lunar new year's eve": ("new year", -1, 1), "除夕": ("new year", -1, 1), "大年三十": ("new year", -1, 1),
+    "大年初一": ("new year", 0, 1), "元宵节": ("new year", 14, 1), "lantern festival": ("new year", 14, 1),
+    "端午": ("dragon boat", 0, 1), "dragon boat festival": ("dragon boat", 0, 1), "七夕": ("qixi", 0, 1),
+    "中秋": ("mid-autumn", 0, 1), "mid-autumn festival": ("mid-autumn", 0, 1), "moon festival": ("mid-autumn", 0, 1),
+    "重阳节": ("double ninth", 0, 1),
+}
+"""Lunar holidays: (festival, days from it, days). 春节 is the public holiday, 除夕 to 初七 (8 days)."""
+
+
+def _lunar_start(name: str, year: int) -> date | None:
+    festival, offset, _ = _LUNAR[name]
+    index = year - _LUNAR_FIRST_YEAR
+    dates = _LUNAR_DATES[festival].split()
+    if not 0 <= index < len(dates):
+        return None  # outside the table: not parsed
+    mmdd = dates[index]
+    return date(year, int(mmdd[:2]), int(mmdd[2:])) + timedelta(days=offset)
+
+
+def _lunar_holiday(m: re.Match[str], today: date) -> Span | None:
+    """春节, 中秋, 端午, "Chinese New Year" …: that year's (去年 / 今年 / last / this), else the latest begun."""
+    name = " ".join(m.group("h").lower().replace("\u2019", "'").split())
+    name = name if name in _LUNAR else next((k for k in _LUNAR if name.startswith(k)), name)
+    if name not in _LUNAR:
+        return None
+    rel = (m.group("rel") or "").lower()
+    back = {"去年": 1, "last": 1, "前年": 2, "今年": 0, "this": 0}.get(rel)
+    if back is not None:
+        start = _lunar_start(name, today.year - back)
+    else:
+        start = _lunar_start(name, today.year)
+        if start is None or start > today:
+            start = _lunar_start(name, today.year - 1)
+    if start is None:
+        return None
+    days = _LUNAR[name][2]
+    return start, start + timedelta(days=days), "day" if days == 1 else "range"
 
 
 def _holiday(m: re.Match[str], today: date) -> Span | None:
@@ -479,7 +573,8 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         (rf"(?:(?<![\d年第])(?P<m>{_N})\s*月份?|(?P<rel>上上个?月|上个?月|上個月|这个?月|這個?月|本月|月))"
          r"\s*的?(?P<part>初|上旬|中旬|下旬|底|末)", _zh_month_part),
         (r"(?P<rel>去年|前年|今年)?的?(?P<h>元旦|情人节|妇女节|(?<![一二三四五六七八九十])五一(?![一二三四五六七八九十])"
-         r"|劳动节|儿童节|国庆(?=节|假|长假|期间|那)|万圣节|平安夜|圣诞)", _holiday),
+         r"|劳动节|儿童节|清明(?=节|假|期间|那)|国庆(?=节|假|长假|期间|那)|万圣节|平安夜|圣诞)", _holiday),
+        (r"(?P<rel>去年|前年|今年)?的?(?P<h>春节|除夕|大年三十|大年初一|元宵节|端午|七夕|中秋|重阳节)", _lunar_holiday),
         (r"前些天|前些日子", _fixed(_few_days)),
         # Chinese relative days, weeks, months, years.
         (r"大前天", _days_back(3)),
@@ -488,6 +583,8 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         (r"今天|今日|今早|今晚|今儿", _days_back(0)),
         (rf"(?P<n>{_N})\s*(?P<u>天|周|个星期|個星期|星期|个礼拜|礼拜|个月|個月|年)\s*(?:以)?前", _zh_ago),
         (r"几天前|前几天|這幾天前", _fixed(_few_days)),
+        (r"几(?:周|个星期|个礼拜)(?:以)?前|前几(?:周|个星期)", _fixed(_few_weeks)),
+        (r"半个月(?:以)?前", lambda m, t: _week(t - timedelta(days=15))),
         (rf"(?:最近|过去|過去|近)\s*(?P<n>{_N})\s*(?P<u>天|周|个星期|個星期|星期|个月|個月)", _zh_rolling),
         (rf"(?P<rel>上上|上|这|這|本)?个?{_WEEK_ZH}(?P<wd>[一二三四五六日天])", _zh_weekday),
         (rf"(?P<n>{_N})\s*个?周末(?:以)?前", _zh_weekends_ago),
@@ -517,12 +614,15 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
          _en_month_part),
         (r"(?i)\b(?:(?P<rel>last|this)\s+)?(?P<h>new\s+year['\u2019]s\s+(?:day|eve)|valentine['\u2019]?s\s+day"
          r"|halloween|christmas(?:\s+(?:eve|day))?)\b", _holiday),
+        (r"(?i)\b(?:(?P<rel>last|this)\s+)?(?P<h>(?:chinese|lunar)\s+new\s+year(?:['\u2019]s\s+eve)?|spring\s+festival|lantern\s+festival"
+         r"|dragon\s+boat\s+festival|mid-autumn\s+festival|moon\s+festival)\b", _lunar_holiday),
         # English relative expressions.
         (r"(?i)\b(?:the\s+)?day\s+before\s+yesterday\b", _days_back(2)),
         (r"(?i)\byesterday\b|\blast\s+night\b", _days_back(1)),
         (r"(?i)\btoday\b|\btonight\b|\bthis\s+(?:morning|afternoon|evening)\b", _days_back(0)),
         (rf"\b{_EN_N}\s+(?P<u>(?i:days?|weeks?|months?|years?))\s+(?i:ago)\b", _en_ago),
         (r"(?i)\b(?:a\s+)?(?:few|several)\s+days\s+ago\b|\bthe\s+other\s+day\b", _fixed(_few_days)),
+        (r"(?i)\b(?:a\s+)?(?:few|several|couple\s+of)\s+weeks\s+ago\b", _fixed(_few_weeks)),
         (
             r"(?i)\b(?:(?P<rel>last|this|on|past)\s+)?"
             r"(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday)(?!s)\b",
@@ -530,7 +630,7 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         ),
         (r"(?i)\b(?:(?P<rel>last|this)\s+|(?:in|during|over)\s+the\s+)(?P<s>spring|summer|autumn|fall|winter)\b",
          _season),
-        (r"(?i)\blast\s+weekend\b", _weekend(1)),
+        (r"(?i)\b(?:last|this\s+past|past)\s+weekend\b", _weekend(1)),
         (rf"\b{_EN_N}\s+(?i:weekends?)\s+(?i:ago)\b", _en_weekends_ago),
         (r"(?i)\b(?:the\s+)?week\s+before\s+last\b", _weeks_back(2)),
         (rf"(?i:\b(?:in\s+)?the\s+)?\b(?i:last|past)\s+(?:{_EN_N}\s+)?(?P<u>(?i:days?|weeks?|months?))\b", _en_rolling),

@@ -35,6 +35,22 @@ def test_questions_that_do_not(query: str) -> None:
     assert not asks_when(query)
 
 
+@pytest.mark.parametrize(("query", "asked"), [
+    # other ways people ask for a time than "when" (none of them is in the development sets)
+    ("Which year did Lena adopt her first cat?", "when"), ("In which month did Omar move?", "when"),
+    ("What week was the concert?", "when"), ("How many years ago did I start playing the guitar?", "when"),
+    ("How many days did we stay in Paris?", "how long"), ("how many hours a week do I practise?", "how long"),
+    ("我几月去的日本？", "when"), ("我是几号搬家的？", "when"), ("我们星期几见面？", "when"),
+    ("我每天几点起床？", "when"), ("我几年前开始跑步的？", "when"), ("我学钢琴学了几年了？", "how long"),
+    ("我们认识多少年了？", "how long"), ("我在上海住了几个月？", "how long"),
+    # "几" that is not a question of time: these days, a few days ago, these points, which grade, which line
+    ("这几天我做了什么？", None), ("前几天我去了哪里？", None), ("最近几年我去过哪些国家？", None),
+    ("你觉得这几点建议怎么样？", None), ("我女儿上几年级？", None), ("我坐几号线上班？", None),
+    ("How many kids does Melanie have?", None), ("How many times did we go to the beach?", None)])
+def test_other_ways_of_asking_when(query: str, asked: str | None) -> None:
+    assert asks_when(query) == asked
+
+
 def record(text: str, **metadata: float) -> MemoryRecord:
     return MemoryRecord(id="r", user_id="u", kind=Kind.EPISODIC, text=text, created_at=0.0, metadata=dict(metadata))
 
@@ -62,6 +78,11 @@ CASES = {
            ["我们全家经常去露营的。", "露营的装备我们全家准备好了。"]),
     "en": ("We went camping as a family two weekends ago.", "When did we go camping as a family?",
            ["We love family camping.", "We got new camping gear for the family."]),
+    "zh-几月": ("两个周末前我们全家去山里露营了。", "我们全家是几月去露营的？",
+              ["我们全家经常去露营的。", "露营的装备我们全家准备好了。"]),
+    "en-which-month": ("We went camping as a family two weekends ago.",
+                       "In which month did we go camping as a family?",
+                       ["We love family camping.", "We got new camping gear for the family."]),
 }
 
 

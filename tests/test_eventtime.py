@@ -180,3 +180,21 @@ def test_a_reply_that_names_the_present_does_not_date_the_user_s_words(text: str
 def test_a_reply_s_span_still_dates_a_user_answer() -> None:
     span, _ = event_time("还不错", WED_20, reply="你上周末去爬山了，感觉怎么样？")
     assert days(span) == (date(2024, 3, 16), date(2024, 3, 18))
+
+
+def test_a_festival_named_in_the_question_finds_the_turn_said_at_it() -> None:
+    """春节 moves every year: the window is that year's Spring Festival holiday (10 Feb 2024 = 初一)."""
+    festival = datetime(2024, 2, 12, 10, tzinfo=UTC).timestamp()
+    later = datetime(2024, 3, 2, 10, tzinfo=UTC).timestamp()  # another visit, more recent
+    asked = datetime(2024, 3, 14, 10, tzinfo=UTC).timestamp()
+    for question in ("春节我回老家做了什么？", "What did I do at home over Chinese New Year?"):
+        service = MemoryService(InProcessStore(FakeEmbeddings()), keyword=KeywordIndex(None), clock=FixedClock(asked))
+        zh = question.startswith("春")
+        service.remember_turn("u", user_text="回老家看爸妈了。" if zh else "I went home to see my parents.",
+                              assistant_text="", thread_id="a", now=festival)
+        service.remember_turn("u", user_text="回老家看了爸妈。" if zh else "I went home and saw my parents.",
+                              assistant_text="", thread_id="b", now=later)
+        timed = service.recall("u", question, options=RecallOptions(k=2, reinforce=False), now=asked)
+        plain = service.recall("u", question, options=RecallOptions(k=2, reinforce=False, time_aware=False), now=asked)
+        assert timed[0].thread_id == "a" and timed[0].signals["time"] == 1.0
+        assert plain[0].thread_id == "b"  # without the festival's window the more recent visit wins

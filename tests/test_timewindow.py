@@ -328,3 +328,49 @@ def test_days_of_the_month_parts_of_a_month_and_holidays(query, expected):
 ])
 def test_numbers_and_names_that_are_not_dates(query):
     assert parse_time_window(query, NOW) is None
+
+
+# Lunar festivals, checked against their well-known dates (NOW is Thursday 14 March 2024): Chinese New Year fell on
+# 10 Feb 2024, 22 Jan 2023 and 1 Feb 2022; Mid-Autumn on 29 Sep 2023; the Dragon Boat Festival on 22 Jun 2023
+# and 3 Jun 2022; Qixi on 22 Aug 2023.
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("春节我们回老家了吗", (date(2024, 2, 9), date(2024, 2, 17), "range")),  # 除夕 to 初七: the public holiday
+        ("去年春节", (date(2023, 1, 21), date(2023, 1, 29), "range")),
+        ("前年的春节", (date(2022, 1, 31), date(2022, 2, 8), "range")),
+        ("除夕夜吃了什么", day(2024, 2, 9)),
+        ("大年初一", day(2024, 2, 10)),
+        ("元宵节", day(2024, 2, 24)),
+        ("中秋节我们在哪", day(2023, 9, 29)),  # this year's is still to come: the latest one
+        ("去年中秋", day(2023, 9, 29)),
+        ("端午节划龙舟", day(2023, 6, 22)),
+        ("前年端午", day(2022, 6, 3)),
+        ("七夕那天", day(2023, 8, 22)),
+        ("清明节回老家扫墓", (date(2023, 4, 4), date(2023, 4, 7), "range")),
+        ("What did we eat at Chinese New Year?", (date(2024, 2, 9), date(2024, 2, 17), "range")),
+        ("last Lunar New Year", (date(2023, 1, 21), date(2023, 1, 29), "range")),
+        ("on Chinese New Year\u2019s Eve", day(2024, 2, 9)),
+        ("the Mid-Autumn Festival", day(2023, 9, 29)),
+        ("Dragon Boat Festival", day(2023, 6, 22)),
+        # vague spans
+        ("半个月前", (date(2024, 2, 26), date(2024, 3, 4), "week")),  # the week holding 28 Feb
+        ("几周前我说过什么", (date(2024, 2, 8), date(2024, 3, 7), "range")),
+        ("a few weeks ago", (date(2024, 2, 8), date(2024, 3, 7), "range")),
+        ("this past weekend", (date(2024, 3, 9), date(2024, 3, 11), "range")),
+    ],
+)
+def test_lunar_festivals_and_vague_spans(query, expected):
+    assert span(query) == expected
+
+
+@pytest.mark.parametrize("query", ["我吃了元宵", "王重阳是谁", "清明上河图", "这几周很忙"])
+def test_festival_words_that_are_not_dates(query):
+    assert parse_time_window(query, NOW) is None
+
+
+def test_lunar_festivals_outside_the_table_are_not_parsed():
+    assert parse_time_window("春节", datetime(2051, 3, 1, tzinfo=UTC).timestamp()) is not None  # 2051: 2050's
+    assert parse_time_window("春节", datetime(1999, 12, 1, tzinfo=UTC).timestamp()) is None
+    w = parse_time_window("去年春节", datetime(2000, 3, 1, tzinfo=UTC).timestamp())  # 1999's: only the year is known
+    assert w is not None and w.expression == "去年" and w.granularity == "year"
