@@ -48,7 +48,12 @@ FROM_MEMORY = "mneme_from_memory"
 
 # Short follow-ups that lean on the previous turn ("它的利润率呢?", "what about it?").
 _REFERENCE = re.compile(
-    r"[它他她]|这个|那个|这些|那些|\b(it|its|they|them|their|that|this|those|these)\b", re.IGNORECASE
+    r"[它他她]|这个|那个|这些|那些|\b(it|its|they|them|their|that|this|those|these)\b"
+    # a time or a place named before (那天我们吃了什么？ "What did I eat there?"), a follow-up that only asks for more
+    r"|那天|那时|当时|那次|那会儿?|那里|那儿|那边|还有呢|然后呢|还有吗|还有别的|"
+    r"\bthen\b|(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )\bthere\b(?!\s+(?:is|are|was|were)\b)"
+    r"|\bwhat else\b|\banything else\b|\band then\b",
+    re.IGNORECASE,
 )
 
 

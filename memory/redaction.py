@@ -9,10 +9,13 @@ phone pattern can never eat part of an ID number or a bank card, nor an IP part 
     email      ``local@domain.tld``
     id_number  Chinese resident ID: 18 characters, ISO 7064 MOD 11-2 check character, a real
                province code and a plausible birth date (1900-2099)
+    passport   1-2 letters and 6-9 digits right after 护照 / passport (号码, number, no.): alone, "E12345678"
+               is as likely an order or a model number
     bank_card  13-19 digits, contiguous or in groups of four (or 4-6-5), passing the Luhn check
     ip         IPv4 (each octet <= 255, no leading zeros) and IPv6 (validated by ``ipaddress``)
     phone      mainland mobile ``1[3-9]\\d{9}`` with optional +86/0086 and space/dash separators,
-               international ``+CC ...`` numbers of 8-15 digits, landlines ``010-12345678``
+               international ``+CC ...`` numbers of 8-15 digits, landlines ``010-12345678`` / ``021-6234 5678``,
+               North American ``(415) 555-2671`` / ``415-555-2671`` and British mobile ``07700 900123``
 
 Placeholders follow the language of the text around them (``language_of``): Chinese text gets
 ``[手机号]``, English ``[PHONE]``. Near misses (wrong checksums, failed Luhn, 999.1.1.1, 12-digit
@@ -30,7 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 
-KINDS: tuple[str, ...] = ("secret", "email", "id_number", "bank_card", "ip", "phone")
+KINDS: tuple[str, ...] = ("secret", "email", "id_number", "passport", "bank_card", "ip", "phone")
 """Every redaction kind, in the order they claim text."""
 
 PLACEHOLDERS: dict[str, dict[str, str]] = {
@@ -38,6 +41,7 @@ PLACEHOLDERS: dict[str, dict[str, str]] = {
         "email": "[邮箱]",
         "phone": "[手机号]",
         "id_number": "[身份证号]",
+        "passport": "[护照号]",
         "bank_card": "[银行卡号]",
         "ip": "[IP地址]",
         "secret": "[密钥]",
@@ -46,6 +50,7 @@ PLACEHOLDERS: dict[str, dict[str, str]] = {
         "email": "[EMAIL]",
         "phone": "[PHONE]",
         "id_number": "[ID_NUMBER]",
+        "passport": "[PASSPORT]",
         "bank_card": "[BANK_CARD]",
         "ip": "[IP]",
         "secret": "[SECRET]",
@@ -65,6 +70,8 @@ class RedactionPolicy:
     """Landlines such as ``010-12345678`` (only when ``phone`` is on too)."""
     id_number: bool = True
     """Chinese resident ID numbers (checksum-validated)."""
+    passport: bool = True
+    """Passport numbers, where the text says they are one (护照号 E12345678, passport no. G1234567)."""
     bank_card: bool = True
     """Bank card numbers (Luhn-validated)."""
     ip: bool = True
@@ -81,7 +88,8 @@ DEFAULT_POLICY = RedactionPolicy()
 """Everything on."""
 
 NO_REDACTION = RedactionPolicy(
-    email=False, phone=False, landline=False, id_number=False, bank_card=False, ip=False, secret=False
+    email=False, phone=False, landline=False, id_number=False, passport=False, bank_card=False, ip=False,
+    secret=False
 )
 """Everything off (for trusted, already-clean text)."""
 
@@ -245,10 +253,22 @@ def _emails(text: str, policy: RedactionPolicy) -> Iterator[Span]:
 _ID_RE = re.compile(r"(?<![0-9A-Za-z])\d{17}[\dXx](?![0-9A-Za-z])")
 
 
+# A passport number only where the text says it is one (護照/护照/passport, then its number within a few characters):
+# alone, "E12345678" is as likely an order or a model number.
+_PASSPORT_RE = re.compile(
+    r"(?:护照|護照|passport)(?:\s*(?:号码|號碼|号|號|number|no\.?|#))?\s*(?:是|为|為|:|：|is)?\s*"
+    r"(?P<n>(?<![0-9A-Za-z])[A-Za-z]{1,2}\d{6,9}(?![0-9A-Za-z]))", re.IGNORECASE)
+
+
 def _id_numbers(text: str, policy: RedactionPolicy) -> Iterator[Span]:
     for m in _ID_RE.finditer(text):
         if is_valid_cn_id(m.group()):
             yield m.span()
+
+
+def _passports(text: str, policy: RedactionPolicy) -> Iterator[Span]:
+    for m in _PASSPORT_RE.finditer(text):
+        yield m.span("n")
 
 
 _CARD_RES = [
@@ -295,9 +315,18 @@ def _ips(text: str, policy: RedactionPolicy) -> Iterator[Span]:
 _MOBILE_RE = re.compile(r"(?<![\d.])(?:(?:\+|00)86[ -]?|\(\+?86\)[ -]?)?1[3-9]\d(?:[ -]?\d{4}){2}(?![\d])")
 _INTL_RE = re.compile(r"(?<![\w+])\+\d{1,3}(?:[ -]?\(?\d{1,4}\)?){2,5}(?![\d])")
 _LANDLINE_RES = [
-    re.compile(r"(?<![\d.\-])0\d{2,3}-\d{7,8}(?![\d-])"),
-    re.compile(r"(?<![\d.])\(0\d{2,3}\)\s?\d{7,8}(?![\d])"),
+    re.compile(r"(?<![\d.\-])0\d{2,3}-(?:\d{7,8}|\d{3,4} \d{4})(?![\d-])"),  # 021-62345678, 021-6234 5678
+    re.compile(r"(?<![\d.])\(0\d{2,3}\)\s?(?:\d{7,8}|\d{3,4} \d{4})(?![\d])"),
 ]
+# Numbers written without a country code in the two national formats most English text uses: North American
+# ((415) 555-2671, 415-555-2671, 415.555.2671, 415 555 2671: area code and exchange start with 2-9, one separator
+# kind throughout; not toll-free 8XX nor China's 400 business lines, which are nobody's personal number) and British
+# mobiles (07700 900123).
+_NANP_AREA = r"(?!400|8(?:00|33|44|55|66|77|88))[2-9]\d{2}"
+_NANP_RE = re.compile(
+    rf"(?<![\d.+\-])(?:\({_NANP_AREA}\)\s?[2-9]\d{{2}}[-. ]\d{{4}}"
+    rf"|{_NANP_AREA}(?P<sep>[-. ])[2-9]\d{{2}}(?P=sep)\d{{4}})(?![\d-]|\.\d)")
+_UK_MOBILE_RE = re.compile(r"(?<![\d.+\-])07\d{3} ?\d{6}(?![\d-]|\.\d)")
 
 
 def _phones(text: str, policy: RedactionPolicy) -> Iterator[Span]:
@@ -305,6 +334,9 @@ def _phones(text: str, policy: RedactionPolicy) -> Iterator[Span]:
         yield m.span()
     for m in _INTL_RE.finditer(text):
         if 8 <= sum(ch.isdigit() for ch in m.group()) <= 15:
+            yield m.span()
+    for rx in (_NANP_RE, _UK_MOBILE_RE):
+        for m in rx.finditer(text):
             yield m.span()
     if policy.landline:
         for rx in _LANDLINE_RES:
@@ -316,6 +348,7 @@ _DETECTORS: dict[str, Detector] = {
     "secret": _secrets,
     "email": _emails,
     "id_number": _id_numbers,
+    "passport": _passports,
     "bank_card": _bank_cards,
     "ip": _ips,
     "phone": _phones,
@@ -323,7 +356,7 @@ _DETECTORS: dict[str, Detector] = {
 
 _MASK = "\x00"
 _DIGIT_RE = re.compile(r"\d")
-_NEEDS_DIGIT = frozenset({"id_number", "bank_card", "phone"})
+_NEEDS_DIGIT = frozenset({"id_number", "passport", "bank_card", "phone"})
 
 
 def find_spans(text: str, policy: RedactionPolicy = DEFAULT_POLICY) -> list[tuple[int, int, str]]:

@@ -101,6 +101,18 @@ def test_memory_only_rewrite_borrows_the_previous_message_for_a_reference() -> N
     messages = [HumanMessage("我们的新方案叫青松计划"), AIMessage("好的"), HumanMessage("那个方案的预算呢？")]
     out = run(nodes.rewrite_query({"messages": messages}, cfg(), rt(), model=None))
     assert "青松计划" in out["query"] and "预算" in out["query"]
+    # a time, a place or "what else" named before: the follow-up borrows the words that name it
+    for first, follow_up, borrowed in [
+        ("上周末我去了杭州", "那天我吃了什么？", "上周末"), ("我上个月去了成都", "我在那里见了谁？", "成都"),
+        ("我喜欢哪些运动？", "还有呢？", "运动"), ("I went to Kyoto last spring", "What did I eat there?", "Kyoto"),
+        ("What sports do I like?", "What else?", "sports"),
+    ]:
+        thread = [HumanMessage(first), AIMessage("好的"), HumanMessage(follow_up)]
+        query = run(nodes.rewrite_query({"messages": thread}, cfg(), rt(), model=None))["query"]
+        assert borrowed in query and follow_up in query
+    for standalone_question in ("Is there a gym near my office?", "There are three of us: where do we meet?"):
+        thread = [HumanMessage("I like tea"), AIMessage("ok"), HumanMessage(standalone_question)]
+        assert run(nodes.rewrite_query({"messages": thread}, cfg(), rt(), model=None))["query"] == standalone_question
     standalone = [HumanMessage("I like tea"), AIMessage("ok"), HumanMessage("Where is Paris?")]
     assert (
         nodes.rewrite_query_sync({"messages": standalone}, cfg(), rt(), model=None)["query"]

@@ -57,6 +57,15 @@ def test_the_brief_example_redacts_all_three() -> None:
         ("My London number is +44 20 7946 0958.", "My London number is [PHONE]."),
         ("办公室座机010-12345678", "办公室座机[手机号]"),
         ("office (021) 12345678 ext", "office [PHONE] ext"),
+        ("办公室电话021-6234 5678", "办公室电话[手机号]"),
+        ("call me at (415) 555-2671 tonight", "call me at [PHONE] tonight"),
+        ("my cell is 415-555-2671.", "my cell is [PHONE]."),
+        ("text 415.555.2671 or 415 555 2671", "text [PHONE] or [PHONE]"),
+        ("my UK mobile is 07700 900123", "my UK mobile is [PHONE]"),
+        # passports, where the text names one
+        ("我的护照号是E12345678，下周出发", "我的护照号是[护照号]，下周出发"),
+        ("passport no. G1234567 expires in May", "passport no. [PASSPORT] expires in May"),
+        ("My passport number is EA1234567", "My passport number is [PASSPORT]"),
         # resident ID, last character X or a digit
         (f"身份证号{VALID_ID}。", "身份证号[身份证号]。"),
         (f"my ID is {VALID_ID_DIGIT.lower()}", "my ID is [ID_NUMBER]"),
@@ -122,6 +131,12 @@ def test_each_kind_is_redacted(text: str, expected: str) -> None:
         "12345678901 is not a mobile",
         "std::vector and a::b",
         "call 400-800-8888",
+        "call 1-800-555-0199 for support",  # toll-free: a business, not a person
+        "order E12345678 shipped",  # a passport number only where the text says so
+        "ISBN 978-3-16-148410-0",
+        "from 2023-05-06 to 2023-06-07",
+        "415-555.2671 mixes separators",
+        "version 1.415.555.2671",
         "pi is 3.14159265358979323",
     ],
 )
