@@ -68,6 +68,12 @@ _ZH_NEGATIVE: list[tuple[str, float]] = [
     (r"压力(?:有点|有些|很|特别|非常|太|好|挺|比较|越来越|山|超级?)?大", 0.9), (r"压力山大", 0.9),
     (r"撑不下去", 1.2), (r"不想活", 1.5), (r"想死", 1.5), (r"自杀", 1.5), (r"活着没意思", 1.5),
     (r"讨厌", 0.3), (r"糟糕", 0.5), (r"累死", 0.6), (r"吵架", 0.7), (r"被骂", 0.7), (r"生病", 0.5),
+    # as people say them in chat: slang and self-judgement
+    (r"心态(?:炸|崩)了?", 1.0), (r"(?:有点|有些|好|很|太|又|真的|突然|开始|一直|最近)emo|emo(?:了|中)", 0.9),
+    (r"受够了", 0.9), (r"心碎", 1.0), (r"心(?:好|很|太|真)?痛", 1.0), (r"心塞", 0.9), (r"憋屈", 0.9), (r"抓狂", 0.9),
+    (r"破防", 0.9), (r"无助", 1.0), (r"自卑", 0.9), (r"想不开", 1.2), (r"生无可恋", 1.2), (r"孤单", 0.9),
+    (r"迷茫", 0.7), (r"[好很太真超](?:丧|没用)(?![失事礼葬])", 0.9),
+    (r"自己(?:真|好|太|很|特别|挺)?(?:失败|没用)", 1.0),
 ]
 _ZH_POSITIVE: list[tuple[str, float]] = [
     (r"开心", 0.9), (r"高兴", 0.9), (r"快乐", 0.9), (r"幸福", 1.0), (r"兴奋", 0.8), (r"激动", 0.6),
@@ -85,6 +91,12 @@ _EN_NEGATIVE: list[tuple[str, float]] = [
     (r"can'?t sleep", 0.8), (r"broke up", 0.9), (r"laid off", 1.0), (r"got fired", 1.0),
     (r"lost my job", 1.0), (r"passed away", 1.0), (r"hurt(?:s|ing)?", 0.5), (r"unhappy", 0.9),
     (r"nervous", 0.6), (r"burn(?:ed|t)? out|burnout", 0.9), (r"fear", 0.7),
+    # as people say them in chat
+    (r"gutted", 1.0), (r"(?:feel(?:s|ing)?|felt) (?:so |really |pretty |a bit |kind of )?down", 0.9),
+    (r"can'?t take (?:it|this) any ?more", 1.2), (r"worthless", 1.2), (r"pissed(?: off)?", 0.8),
+    (r"fed up", 0.8), (r"(?:feel(?:s|ing)?|felt|i'?m|i am|was) (?:so |really |completely |totally )?crushed", 0.9),
+    (r"ashamed", 0.8), (r"disappointed", 0.5), (r"(?:life|it all) sucks", 0.8),
+    (r"(?:feel(?:s|ing)?|felt|i'?m|i am) (?:so |really |completely |totally |like )?(?:useless|a failure)", 1.2),
 ]
 _EN_POSITIVE: list[tuple[str, float]] = [
     (r"happy", 0.9), (r"glad", 0.7), (r"excited", 0.8), (r"great", 0.5), (r"wonderful", 0.8),

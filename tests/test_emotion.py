@@ -20,6 +20,10 @@ from mneme.memory.emotion import detect_emotion
         "not happy today",
         "I feel lonely and anxious",
         "My grandmother passed away last week",
+        # as people say it in chat: slang and self-judgement
+        "心态炸了", "最近有点emo", "我真的受够了", "我被分手了，心好痛", "我觉得自己特别失败", "我好没用",
+        "I am gutted", "feeling really down lately", "I can't take it anymore", "I feel worthless",
+        "I'm so fed up with my boss", "I feel like a failure", "life sucks right now",
     ],
 )
 def test_negative_texts(text: str) -> None:
@@ -43,6 +47,10 @@ def test_negative_texts(text: str) -> None:
         "I don't feel anxious at all",
         "明天去北京",
         "",
+        # the same words in another sense
+        "I like emo music", "the demo went well", "这个方法没用", "我去参加了一个丧事", "I am not down with that",
+        "I didn't feel down at all", "the app is useless", "a crushed ice drink", "downtown was busy",
+        "I was disappointed by the movie",  # mild: one mild word is not distress
     ],
 )
 def test_not_negative(text: str) -> None:

@@ -141,6 +141,11 @@ ISSUE_EN = ("I'm so sad today, my boss yelled at me in front of the whole team, 
          "The user confided a worry: feels anxious about school; sleeplessness; asks for advice (about: exams)."),
         ("我最近在准备一场重要的演讲，但是总感觉很紧张，怕自己在台上说错话或者忘词了。",
          "用户倾诉了烦恼：感到紧张（涉及：忘词、错话、演讲、准备）。"),
+        # as people say it in chat: slang and self-judgement
+        ("我好没用，方案又被老板否了，什么都做不好，我该怎么办啊",
+         "用户倾诉了烦恼：因工作而情绪低落；自我评价低；想知道该怎么办（涉及：老板、方案）。"),
+        ("I can't take it anymore, my manager keeps piling deadlines on me",
+         "The user confided a worry: feels low about work; feeling overwhelmed (about: manager, piling, deadlines)."),
     ],
 )
 def test_a_negative_exchange_leaves_its_gist_and_none_of_its_clauses(message: str, expected: str) -> None:
