@@ -3,7 +3,8 @@
 Every item is an ``Extracted(kind, key, value, text, polarity)``. ``key`` is the slot a store upserts
 by, so a new value replaces the old one and keeps it in the record's history:
 
-    facts        name, age, birthday, home_city, hometown, workplace, work_city, job
+    facts        name, age, birthday, home_city, hometown, workplace, work_city, job, school, diet,
+                 partner, family:<relation>, pet:<animal> (their names), allergy:<what>, learning:<what>
     preferences  pref:<topic>        likes AND dislikes of one topic share a slot; ``polarity`` says
                                      which ("I like jazz" -> pref:jazz likes; "I don't like jazz
                                      anymore" -> pref:jazz dislikes, replacing it)
@@ -196,8 +197,14 @@ def _zh_work(m: re.Match[str]) -> Extracted | None:
     return _fact("workplace", v, f"用户在{v}工作")
 
 
+_ZH_NOT_JOB = re.compile(r"很|挺|比较|特别|非常|有点|(?:人|女孩|男孩|女生|男生|孩子|家伙|性格)$")
+"""我是一个很懒的人, 我是个爱笑的女孩: a description of the person, not an occupation."""
+
+
 def _zh_job(m: re.Match[str]) -> Extracted | None:
     v = _clean_zh(m["v"], _ZH_JOB_STOP, max_len=12)
+    if _ZH_NOT_JOB.search(v):
+        return None
     return _fact("job", v, f"用户是一名{v}")
 
 
@@ -233,6 +240,77 @@ def _age(m: re.Match[str], zh: bool) -> Extracted | None:
 def _zh_birthday(m: re.Match[str]) -> Extracted | None:
     v = _clean_zh(m["v"], re.compile(r"出生|生日|了|啦|哦"), max_len=16)
     return _fact("birthday", v, f"用户的生日是{v}")
+
+
+_ZH_JOBS = (
+    "医生|护士|老师|教师|律师|会计|司机|厨师|警察|记者|编辑|作家|画家|歌手|演员|模特|主播|销售|客服|保安|公务员|"
+    "程序员|工程师|设计师|建筑师|咨询师|分析师|药剂师|摄影师|理发师|化妆师|翻译|研究员|技术员|产品经理|经理|"
+    "快递员|外卖员|售货员|飞行员|乘务员|空姐|学生|研究生|博士生|大学生|高中生|初中生|小学生|自由职业者|全职妈妈|家庭主妇"
+)
+_ZH_PARTNERS = "老婆|老公|妻子|丈夫|爱人|男朋友|女朋友|对象"
+_ZH_FAMILY = "女儿|儿子|孩子|宝宝|妈妈|爸爸|哥哥|姐姐|弟弟|妹妹|爷爷|奶奶|外公|外婆"
+_ZH_PETS = "猫|狗|猫咪|狗狗|小猫|小狗|兔子|仓鼠|鹦鹉|宠物"
+_EN_PARTNERS = "wife|husband|partner|girlfriend|boyfriend|fiancée?"
+_EN_FAMILY = "son|daughter|kid|baby|mom|mum|mother|dad|father|brother|sister|grandma|grandpa"
+_EN_PETS = "cat|dog|puppy|kitten|rabbit|bunny|hamster|parrot|pet"
+
+
+def _zh_did_job(m: re.Match[str]) -> Extracted | None:
+    v = _clean_zh(m["v"], _ZH_JOB_STOP, max_len=8)
+    return _fact("job", v, f"用户是做{v}的")
+
+
+def _named(relation: str, name: str, *, zh: bool) -> Extracted | None:
+    """A partner's, a family member's or a pet's name ("我女儿叫小美", "my dog is called Max")."""
+    rel = relation.lower()
+    name = _clean_zh(name, _ZH_NAME_STOP, max_len=6) if zh else _clean_en(name, max_words=2)
+    if not name or len(name) < 2 and not re.match(r"^[A-Za-z]", name):
+        return None
+    pets, partners = (_ZH_PETS, _ZH_PARTNERS) if zh else (_EN_PETS, _EN_PARTNERS)
+    if re.fullmatch(pets, rel):
+        key = f"pet:{rel}"
+    elif re.fullmatch(partners, rel):
+        key = "partner"
+    else:
+        key = f"family:{rel}"
+    return _fact(key, name, f"用户的{rel}叫{name}" if zh else f"The user's {rel} is called {name}")
+
+
+def _allergy(m: re.Match[str], zh: bool) -> Extracted | None:
+    v = _clean_zh(m["v"], _ZH_PREF_STOP, max_len=12) if zh else _clean_en(m["v"], max_words=4)
+    if not v or _PRONOUN_ZH.match(v) or _PRONOUN_EN.match(v):
+        return None
+    return _fact(f"allergy:{topic_key(v)}", v, f"用户对{v}过敏" if zh else f"The user is allergic to {v}")
+
+
+def _diet(v: str, text: str) -> Extracted | None:
+    return _fact("diet", v, text)
+
+
+def _zh_not_eat(m: re.Match[str]) -> Extracted | None:
+    v = _clean_zh(m["v"], _ZH_PREF_STOP, max_len=10)
+    if not v or v.startswith(("饭", "东西", "早饭", "早餐", "午饭", "晚饭", "了", "下")):
+        return None  # 我不吃饭 / 我不吃东西 say how one feels, not what one avoids
+    if v in ("肉", "荤"):
+        return _diet("不吃肉", "用户不吃肉")
+    return _pref(v, "dislikes", f"用户不吃{v}")
+
+
+def _school(m: re.Match[str], zh: bool) -> Extracted | None:
+    v = _clean_zh(m["v"], _ZH_JOB_STOP, max_len=16) if zh else _clean_en(m["v"], max_words=6)
+    return _fact("school", v, f"用户毕业于{v}" if zh else f"The user graduated from {v}")
+
+
+def _school_zh(m: re.Match[str]) -> Extracted | None:
+    v = _clean_zh(m["v"] or m["w"] or "", _ZH_JOB_STOP, max_len=16)
+    return _fact("school", v, f"用户毕业于{v}")
+
+
+def _learning(m: re.Match[str], zh: bool) -> Extracted | None:
+    v = _clean_zh(m["v"], _ZH_PREF_STOP, max_len=10) if zh else _clean_en(m["v"], max_words=4)
+    if not v or zh and v.startswith(("校", "院", "生", "期", "会", "了", "着", "的")):
+        return None  # 在学校 (at school), 在学院, 学生
+    return _fact(f"learning:{topic_key(v)}", v, f"用户在学{v}" if zh else f"The user is learning {v}")
 
 
 def _zh_like(m: re.Match[str]) -> Extracted | None:
@@ -367,7 +445,22 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         ),
         lambda m: _age(m, zh=True),
     ),
-    (re.compile(rf"我的生日是(?P<v>{_ZH_VALUE}{{1,16}})"), _zh_birthday),
+    (re.compile(rf"我的?生日(?:是|在)(?P<v>{_ZH_VALUE}{{1,16}})"), _zh_birthday),
+    (re.compile(rf"我(?:现在|目前)?是(?:一名|一位|个|一个)?(?P<v>[\u4e00-\u9fff]{{0,6}}?(?:{_ZH_JOBS}))(?![\u4e00-\u9fff])"),
+     _zh_job),
+    (re.compile(rf"我(?:现在|目前)?是做(?P<v>{_ZH_VALUE}{{1,10}}?)的"), _zh_did_job),
+    (re.compile(rf"我的?老家(?:是|在)(?P<v>[^{_ZH_BREAK}的]{{1,12}}?)(?:的|人)?(?=[{_ZH_BREAK}]|$)"), _zh_hometown),
+    (re.compile(rf"我的?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|{_ZH_PETS})(?:的名字)?(?:叫|名叫|是叫|名字是)(?P<v>{_ZH_VALUE}{{1,8}})"),
+     lambda m: _named(m["r"], m["v"], zh=True)),
+    (re.compile(rf"我养了(?:一|两|几)?[只条个]?(?P<r>{_ZH_PETS})[，,]?(?:它)?(?:叫|名叫)(?P<v>{_ZH_VALUE}{{1,8}})"),
+     lambda m: _named(m["r"], m["v"], zh=True)),
+    (re.compile(rf"我{_ZH_ADV}对(?P<v>{_ZH_VALUE}{{1,12}}?)过敏"), lambda m: _allergy(m, zh=True)),
+    (re.compile(r"我(?:一直|现在|从小)?(?:吃素|是素食(?:者|主义者)?)"), lambda m: _diet("吃素", "用户吃素")),
+    (re.compile(rf"我{_ZH_ADV}(?:从来)?不吃(?P<v>{_ZH_VALUE}{{1,10}})"), _zh_not_eat),
+    (re.compile(rf"我(?:是)?(?:毕业于(?P<v>{_ZH_VALUE}{{2,16}})|从(?P<w>{_ZH_VALUE}{{2,16}}?)毕业)"),
+     lambda m: _school_zh(m)),
+    (re.compile(rf"我(?:最近|现在|目前|正在|一直|也)?在学(?:习)?(?P<v>{_ZH_VALUE}{{1,10}})"),
+     lambda m: _learning(m, zh=True)),
     (re.compile(r"我(?:是|的生日在)?(?P<v>\d{1,2}月\d{1,2}[日号])(?:出生|生日|生)"), _zh_birthday),
     (
         re.compile(rf"我{_ZH_ADV}喜欢的(?P<c>[^{_ZH_BREAK}是]{{1,10}})是(?P<v>{_ZH_VALUE}{{1,20}})"),
@@ -446,6 +539,29 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         _en_birthday,
     ),
     (
+        re.compile(rf"(?i:\bmy (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}|{_EN_PETS})(?:'s name is| is called| is named))"
+                   r"\s+(?P<v>[A-Z][A-Za-z'\-]*(?:\s+[A-Z][A-Za-z'\-]*)?)"),
+        lambda m: _named(m["r"], m["v"], zh=False),
+    ),
+    (
+        re.compile(rf"(?i:{_EN_WHO}(?:'m| am)\s+(?:(?:very|severely|also|really|deathly)\s+)?allergic to)"
+                   rf"\s+(?P<v>{_EN_VALUE}{{1,40}})"),
+        lambda m: _allergy(m, zh=False),
+    ),
+    (
+        re.compile(rf"(?i:{_EN_WHO}(?:'m| am)\s+(?:(?:a|now|also|strictly)\s+)*(?P<v>vegetarian|vegan|pescatarian))"),
+        lambda m: _diet(m["v"].lower(), f"The user is {m['v'].lower()}"),
+    ),
+    (
+        re.compile(rf"(?i:{_EN_WHO}\s+(?:graduated|have graduated|'ve graduated)\s+from)\s+(?P<v>{_EN_VALUE}{{1,60}})"),
+        lambda m: _school(m, zh=False),
+    ),
+    (
+        re.compile(rf"(?i:{_EN_WHO}(?:'m| am)\s+(?:(?:currently|now|also|still)\s+)?learning)"
+                   rf"\s+(?P<v>{_EN_VALUE}{{1,40}})"),
+        lambda m: _learning(m, zh=False),
+    ),
+    (
         re.compile(
             r"(?i:\bmy (?:all[- ]time )?fav(?:ou|o)rite)\s+(?P<c>[A-Za-z][A-Za-z ]{0,30}?)"
             rf"\s+(?i:is|are)\s+(?P<v>{_EN_VALUE}{{1,60}})"
@@ -482,7 +598,8 @@ _ZH_OTHER_CLAUSE = re.compile(rf"^\s*(?:他|她|它|我的|我(?:{_ZH_OTHERS}))"
 """A clause about someone or something else ("我的女儿叫朵朵", "她…"): the clauses after it are not about the user."""
 _ZH_DROPPED_SUBJECT = re.compile(
     r"^(?:今年|现在|目前|也|还|最|后来|刚刚?|已经|最近)?(?:住|搬|在[^，,]{1,20}?(?:工作|上班)|是一名|是一位|喜欢|不喜欢|讨厌|来自|的生日|"
-    r"[0-9一二三四五六七八九十]{1,3}岁)"
+    r"[0-9一二三四五六七八九十]{1,3}岁|是做|对[^，,]{1,12}过敏|不吃|吃素|"
+    rf"是(?:一名|一位|个|一个)?[\u4e00-\u9fff]{{0,6}}?(?:{_ZH_JOBS})(?![\u4e00-\u9fff]))"
 )
 
 

@@ -120,10 +120,12 @@ def test_dropped_subjects_in_chinese_clauses() -> None:
 def test_another_persons_facts_are_not_the_users() -> None:
     assert extract_patterns("我朋友叫小王，住在上海") == []
     assert extract_patterns("My friend lives in Paris") == []
-    # "我的女儿…": the clauses after it are about the daughter (or the cat), not the user
-    assert extract_patterns("我的女儿叫朵朵，今年五岁了") == []
-    assert extract_patterns("我的猫叫咪咪，三岁了") == []
-    assert {e.key: e.value for e in extract_patterns("我叫张伟，我的女儿叫朵朵，今年五岁")} == {"name": "张伟"}
+    # "我的女儿…": the clauses after it are about the daughter (or the cat), not the user; her name is the
+    # user's family, kept as such (family:女儿), never as the user's own name or age
+    assert {e.key: e.value for e in extract_patterns("我的女儿叫朵朵，今年五岁了")} == {"family:女儿": "朵朵"}
+    assert {e.key: e.value for e in extract_patterns("我的猫叫咪咪，三岁了")} == {"pet:猫": "咪咪"}
+    assert {e.key: e.value for e in extract_patterns("我叫张伟，我的女儿叫朵朵，今年五岁")} == {
+        "name": "张伟", "family:女儿": "朵朵"}
     # but "我的名字/生日…" are the user's own
     assert {e.key: e.value for e in extract_patterns("我的名字叫张伟，今年28岁")} == {"name": "张伟", "age": "28"}
 
@@ -145,7 +147,6 @@ def test_later_statement_wins_within_one_message() -> None:
         "我爱人是医生",  # 爱人 = spouse
         "我3岁的时候搬过家",
         "I'd like to book a table",
-        "I'm a vegetarian",
         "I'm a big eater",
         "Call me later",
         "What's my name?",
@@ -263,3 +264,34 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
 
     with pytest.raises(ModelOutputError):
         extract_with_model(NoStructured(), "I live in Berlin", "ok")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # jobs said plainly, also with the subject dropped after a first clause
+        ("我是护士", {"job": "护士"}), ("我住在柏林，是护士", {"home_city": "柏林", "job": "护士"}),
+        ("我是做销售的", {"job": "销售"}),
+        ("我叫张伟，是一名老师，对猫过敏", {"name": "张伟", "job": "老师", "allergy:猫": "猫"}),
+        ("我老家是四川的", {"hometown": "四川"}), ("我生日是5月3号", {"birthday": "5月3号"}),
+        # the people and animals in the user's life, by name
+        ("我女儿叫小美", {"family:女儿": "小美"}), ("我老婆叫王芳", {"partner": "王芳"}),
+        ("我养了一只猫叫咪咪", {"pet:猫": "咪咪"}), ("my wife's name is Anna", {"partner": "Anna"}),
+        ("my dog is called Max", {"pet:dog": "Max"}),
+        ("My daughter is named Lily Chen", {"family:daughter": "Lily Chen"}),
+        # health and diet: what an assistant must not get wrong
+        ("我对花生过敏", {"allergy:花生": "花生"}), ("I'm allergic to peanuts", {"allergy:peanuts": "peanuts"}),
+        ("我吃素", {"diet": "吃素"}), ("I'm a vegetarian", {"diet": "vegetarian"}), ("I am vegan", {"diet": "vegan"}),
+        ("我不吃香菜", {"pref:香菜": "香菜"}), ("我不吃肉", {"diet": "不吃肉"}),
+        # schooling and what they are learning
+        ("我毕业于清华大学", {"school": "清华大学"}), ("我是从北大毕业的", {"school": "北大"}),
+        ("I graduated from MIT", {"school": "MIT"}), ("我在学日语", {"learning:日语": "日语"}),
+        ("我在学习吉他", {"learning:吉他": "吉他"}), ("I'm learning Spanish", {"learning:spanish": "Spanish"}),
+        # near misses
+        ("我在学校工作", {"workplace": "学校"}), ("我是北京人", {"hometown": "北京"}), ("我是一个很懒的人", {}),
+        ("我是个爱笑的女孩", {}), ("我是说我们明天见", {}), ("我对这件事很敏感", {}), ("我不吃饭了", {}),
+        ("我是经理的助理", {}), ("my dog is called max", {}),  # a name is capitalised
+    ],
+)
+def test_more_of_what_people_say_about_themselves(text: str, expected: dict[str, str]) -> None:
+    assert {e.key: e.value for e in extract_patterns(text)} == expected
