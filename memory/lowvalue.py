@@ -31,15 +31,17 @@ _CORE: dict[str, tuple[str, ...]] = {
         "thank you|thanks|thank u|thx|ty|cheers|much appreciated|appreciate it"
     ),
     "greeting": _bar(
-        "你好|您好|哈喽|哈啰|嗨|早上好|上午好|下午好|晚上好|早安|早|"
+        "你好|您好|哈喽|哈啰|嗨|早上好|上午好|下午好|晚上好|早安|早|在吗|在不在|在嘛|"
         "hello|hi|hey|hiya|good morning|good afternoon|good evening|morning|yo"
     ),
     "farewell": _bar(
         "再见|拜拜|回头见|下次见|晚安|886|88|goodbye|bye|see you|see ya|good night|goodnight|later"
     ),
     "ack": _bar(
-        "好的|好吧|好滴|好|嗯嗯|嗯|哦哦|哦|噢|喔|收到|明白了|明白|知道了|了解|懂了|行|可以|"
-        "okay|ok|k|kk|got it|sure|alright|all right|cool|noted|roger|understood|i see"
+        "好的|好吧|好滴|好哒|好嘞|好|嗯嗯|嗯|哦哦|哦|噢|喔|收到|明白了|明白|知道了|了解|懂了|行|可以|"
+        "没问题|没事了|没事|没关系|不客气|不用谢|"
+        "okay|ok|k|kk|got it|sure|alright|all right|cool|noted|roger|understood|i see|"
+        "no problem|np|no worries|you re welcome|youre welcome"
     ),
 }
 # Filler allowed around core phrases: particles, politeness, "so much", "you".

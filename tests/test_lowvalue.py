@@ -32,6 +32,14 @@ from mneme.memory.lowvalue import content_hash, is_low_value
         ("ok", "ack"),
         ("Okay.", "ack"),
         ("ok 👌", "ack"),
+        ("在吗？", "greeting"),
+        ("在不在呀", "greeting"),
+        ("好嘞", "ack"),
+        ("没问题！", "ack"),
+        ("没事了，谢谢", "thanks"),
+        ("不客气~", "ack"),
+        ("no worries", "ack"),
+        ("You're welcome!", "ack"),
         ("bye", "farewell"),
         ("再见", "farewell"),
         ("👍", "emoji"),
@@ -66,6 +74,9 @@ def test_none_counts_as_empty() -> None:
         "ok, I moved to Berlin",
         "thanks, I'm vegan btw",
         "哈哈",  # filler only: kept (narrow policy)
+        "没问题的话我们周五去杭州",  # more than an acknowledgement
+        "在吗？我想问下我的快递到哪了",
+        "no problem with peanuts for me",
         "👍" * 300,  # too long to even scan: never silently dropped
     ],
 )

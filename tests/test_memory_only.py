@@ -42,7 +42,8 @@ def _reply(message: str, recalled: list[dict[str, Any]], **ctx: Any) -> str:
     [
         ("I live in Berlin and I work as a nurse", "Noted: The user lives in Berlin; The user is a nurse"),
         ("我住在柏林，我是一名护士", "记下了：用户住在柏林；用户是一名护士"),
-        ("我住在柏林，是护士，对花生过敏", "记下了：用户住在柏林；用户是一名护士；用户对花生过敏"),  # the subject dropped
+        # the subject dropped after the first clause, as Chinese does
+        ("我住在柏林，是护士，对花生过敏", "记下了：用户住在柏林；用户是一名护士；用户对花生过敏"),
         ("I'm allergic to peanuts and my daughter is called Lily",
          "Noted: The user is allergic to peanuts; The user's daughter is called Lily"),
     ],
