@@ -27,6 +27,7 @@ from mneme.graph import degraded, memory_only
 from mneme.graph.context import Context, resolve_context, thread_id_of
 from mneme.graph.state import State
 from mneme.graph.trimming import summary_messages
+from mneme.memory.lowvalue import is_low_value
 from mneme.memory.service import MemoryService, Recalled, WriteReport
 from mneme.memory.writing import clip_report
 from mneme.model_calls import ModelCaller
@@ -115,9 +116,10 @@ def _rewrite_plan(
 
 
 def _expand_without_model(message: str, history: list[BaseMessage]) -> str:
-    """Memory-only rewrite: a short follow-up with a reference borrows the previous user message's words."""
+    """Memory-only rewrite: a short follow-up with a reference borrows the previous user message's words (not a
+    low-value one: "ok then" stays as it is, nothing is recalled for it)."""
     previous = next((text_of(m) for m in reversed(history) if isinstance(m, HumanMessage)), "")
-    if previous and len(message) <= 40 and _REFERENCE.search(message):
+    if previous and len(message) <= 40 and _REFERENCE.search(message) and not is_low_value(message):
         return f"{previous} {message}"
     return message
 

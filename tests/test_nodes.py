@@ -110,7 +110,8 @@ def test_memory_only_rewrite_borrows_the_previous_message_for_a_reference() -> N
         thread = [HumanMessage(first), AIMessage("好的"), HumanMessage(follow_up)]
         query = run(nodes.rewrite_query({"messages": thread}, cfg(), rt(), model=None))["query"]
         assert borrowed in query and follow_up in query
-    for standalone_question in ("Is there a gym near my office?", "There are three of us: where do we meet?"):
+    for standalone_question in ("Is there a gym near my office?", "There are three of us: where do we meet?",
+                                "ok then"):
         thread = [HumanMessage("I like tea"), AIMessage("ok"), HumanMessage(standalone_question)]
         assert run(nodes.rewrite_query({"messages": thread}, cfg(), rt(), model=None))["query"] == standalone_question
     standalone = [HumanMessage("I like tea"), AIMessage("ok"), HumanMessage("Where is Paris?")]
