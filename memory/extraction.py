@@ -296,14 +296,14 @@ def _zh_not_eat(m: re.Match[str]) -> Extracted | None:
     return _pref(v, "dislikes", f"用户不吃{v}")
 
 
-def _school(m: re.Match[str], zh: bool) -> Extracted | None:
-    v = _clean_zh(m["v"], _ZH_JOB_STOP, max_len=16) if zh else _clean_en(m["v"], max_words=6)
-    return _fact("school", v, f"用户毕业于{v}" if zh else f"The user graduated from {v}")
-
-
-def _school_zh(m: re.Match[str]) -> Extracted | None:
-    v = _clean_zh(m["v"] or m["w"] or "", _ZH_JOB_STOP, max_len=16)
+def _zh_school(m: re.Match[str]) -> Extracted | None:
+    v = _clean_zh(m["v"] or m["w"] or "", _ZH_JOB_STOP, max_len=16)  # 毕业于<v> or 从<w>毕业
     return _fact("school", v, f"用户毕业于{v}")
+
+
+def _en_school(m: re.Match[str]) -> Extracted | None:
+    v = _clean_en(m["v"], max_words=6)
+    return _fact("school", v, f"The user graduated from {v}")
 
 
 def _learning(m: re.Match[str], zh: bool) -> Extracted | None:
@@ -458,7 +458,7 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     (re.compile(r"我(?:一直|现在|从小)?(?:吃素|是素食(?:者|主义者)?)"), lambda m: _diet("吃素", "用户吃素")),
     (re.compile(rf"我{_ZH_ADV}(?:从来)?不吃(?P<v>{_ZH_VALUE}{{1,10}})"), _zh_not_eat),
     (re.compile(rf"我(?:是)?(?:毕业于(?P<v>{_ZH_VALUE}{{2,16}})|从(?P<w>{_ZH_VALUE}{{2,16}}?)毕业)"),
-     lambda m: _school_zh(m)),
+     _zh_school),
     (re.compile(rf"我(?:最近|现在|目前|正在|一直|也)?在学(?:习)?(?P<v>{_ZH_VALUE}{{1,10}})"),
      lambda m: _learning(m, zh=True)),
     (re.compile(r"我(?:是|的生日在)?(?P<v>\d{1,2}月\d{1,2}[日号])(?:出生|生日|生)"), _zh_birthday),
@@ -554,7 +554,7 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     ),
     (
         re.compile(rf"(?i:{_EN_WHO}\s+(?:graduated|have graduated|'ve graduated)\s+from)\s+(?P<v>{_EN_VALUE}{{1,60}})"),
-        lambda m: _school(m, zh=False),
+        _en_school,
     ),
     (
         re.compile(rf"(?i:{_EN_WHO}(?:'m| am)\s+(?:(?:currently|now|also|still)\s+)?learning)"
