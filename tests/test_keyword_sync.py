@@ -32,7 +32,7 @@ def test_a_write_interrupted_between_store_and_index_is_repaired_at_start_up(tmp
     index = KeywordIndex(tmp_path / "kw.sqlite3")
     service = MemoryService(store, keyword=index, clock=FixedClock(1e9))
     service.sync_keyword_index(only_if_needed=True)
-    service.remember_turn("alice", user_text="我的狗叫旺财，它三岁了")
+    service.remember_turn("alice", user_text="我家旺财今天三岁了，很乖")
     # the crash: the store has the record, the index never heard of it
     token = index.begin_write("alice")
     orphan = MemoryRecord(id="ep-orphan", user_id="alice", kind=Kind.EPISODIC, text="user: 我在苏州工作",
@@ -81,7 +81,7 @@ def test_processes_sharing_a_server_see_each_others_writes_at_once(tmp_path, chr
     a, b = services
     try:
         assert b.recall("alice", "旺财", options=OPTS) == []
-        a.remember_turn("alice", user_text="我的狗叫旺财，它三岁了")
+        a.remember_turn("alice", user_text="我家旺财今天三岁了，很乖")
         got = b.recall("alice", "旺财", options=OPTS)  # no wait: b's next recall sees a's write
         assert got and "旺财" in got[0].text and got[0].signals["keyword"] > 0
         rebuilt: list[str] = []
