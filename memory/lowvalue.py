@@ -113,7 +113,7 @@ def is_low_value(text: str | None) -> str | None:
 _ZH_ASKING = re.compile(
     r"(?<![这那前后好十过])几(?:个|点|岁|天|年|月|号|次|周)"
     r"|多少(?!有点|有些|还是)|(?<![不没])怎么(?!都|也)|怎样|为什么|为啥|是否|是不是|有没有|多久|多大|何时|咋"
-    r"|(?<![没不])什么(?!都|也)|哪里|哪儿|哪个|哪些|哪一|哪天|谁(?!都|也)"
+    r"|(?<![没不])什么(?!都|也)|(?<![没不])啥(?!都|也)|(?<![论管])哪(?!怕)(?![儿里]?[都也])|谁(?!都|也)"
 )
 _ZH_FINAL_PARTICLE = re.compile(r"吗\s*$")
 _ZH_FINAL_NE = re.compile(r"呢\s*$")  # "你呢" asks; "我还在上班呢" states: a question only with an asking word or short
@@ -132,10 +132,10 @@ _EN_NOT_ASKING = re.compile(r"^\s*(?:how|what|when|where|why)\s+(?:i|we)\b", re.
 def is_question(sentence: str) -> bool:
     """True for a question, with or without "?": "我住在哪里", "what is my job", "你记得我的生日吗".
 
-    Chinese: a final 吗, an interrogative word used to ask (什么, 哪里, 谁, 几个, 多少, 怎么 …; not 这几天, 没什么,
-    不怎么, 多少有点), or a final 呢 with one of those (or in a short "你呢"), unless the sentence states not
-    knowing ("我不知道他住在哪里"). English: it opens with a wh-word or an auxiliary verb ("Will" and "May" as
-    names, "How I met her" do not ask).
+    Chinese: a final 吗, an interrogative word used to ask (什么, 啥, 哪里, 哪, 谁, 几个, 多少, 怎么 …; not
+    这几天, 没什么, 没啥, 哪怕, 不怎么, 多少有点), or a final 呢 with one of those (or in a short "你呢"), unless
+    the sentence states not knowing ("我不知道他住在哪里"). English: it opens with a wh-word or an auxiliary verb
+    ("Will" and "May" as names, "How I met her" do not ask).
     """
     text = unicodedata.normalize("NFKC", sentence or "").strip()
     if not text:

@@ -163,7 +163,8 @@ def test_best_sentence_prefers_the_one_sharing_the_question_terms() -> None:
 
 
 @pytest.mark.parametrize("text", ["我住在哪里", "what is my job", "你记得我的生日吗", "How old am I", "我几岁了",
-                                  "你呢", "我的猫叫什么呢", "Will you remember this", "我该怎么办"])
+                                  "你呢", "我的猫叫什么呢", "Will you remember this", "我该怎么办",
+                                  "我叫啥", "我女儿叫啥来着", "我住哪", "我老家在哪儿"])
 def test_a_question_without_a_question_mark_is_not_stored(text: str) -> None:
     assert is_question(text)
     assert plan_turn(text, "").skip_reason == "question"
@@ -172,7 +173,8 @@ def test_a_question_without_a_question_mark_is_not_stored(text: str) -> None:
 @pytest.mark.parametrize("text", ["我什么都吃", "我有几个好朋友", "我不知道他住在哪里", "I live in Berlin",
                                   "我这几天一直失眠", "我住在北京呢", "我不怎么喜欢吃辣", "我多少有点紧张",
                                   "前几天我搬到了杭州", "Will is my brother", "May loves jazz",
-                                  "How I met my wife is a long story"])
+                                  "How I met my wife is a long story", "我最近没啥胃口", "哪怕下雨我也去跑步",
+                                  "我啥都不怕", "我无论在哪都睡得着"])
 def test_a_statement_with_an_interrogative_word_is_kept(text: str) -> None:
     assert not is_question(text)
     assert plan_turn(text, "").skip_reason is None
