@@ -26,7 +26,9 @@ from mneme.prompts.degraded import (
 )
 
 __all__ = ["EXTRACTION_FAILED", "MODEL_UNAVAILABLE", "REWRITE_FAILED", "STORE_UNAVAILABLE", "add", "fresh",
-           "reply_lines"]
+           "reply_lines", "without_lines"]
+
+_LINES = frozenset(line for by_language in DEGRADED_LINES.values() for line in by_language.values())
 
 
 def add(state: Mapping[str, Any], *labels: str) -> dict[str, list[str]]:
@@ -44,3 +46,13 @@ def reply_lines(labels: list[str], message: str, *, skip: tuple[str, ...] = ()) 
     """The lines a reply starts with for ``labels``, in the language of ``message``."""
     language = "zh" if is_chinese(message) else "en"
     return [DEGRADED_LINES[label][language] for label in labels if label in DEGRADED_LINES and label not in skip]
+
+
+def without_lines(answer: str) -> str:
+    """``answer`` without the degradation lines ``reply_lines`` put on top: what the assistant said, as memory
+    and as the next turn's context keep it (the label is for the reader of this reply only)."""
+    lines = answer.split("\n")
+    start = 0
+    while start < len(lines) and lines[start] in _LINES:
+        start += 1
+    return "\n".join(lines[start:]) if start else answer

@@ -356,7 +356,7 @@ def _write_plan(state: State, ctx: Context, model: BaseChatModel | None,
         return {"stored": [], "skipped": "empty"}, {}
     # Memory-only replies only echo what was recalled: storing them would nest old memories in new ones.
     from_memory = model is None or degraded.MODEL_UNAVAILABLE in (state.get("degraded") or [])
-    answer = "" if from_memory else state.get("answer", "")
+    answer = "" if from_memory else degraded.without_lines(state.get("answer", ""))
     return None, {
         "user_text": user_text, "assistant_text": answer, "thread_id": thread_id_of(config),
         "turn_ids": [m.id for m in messages[-2:] if m.id], "model": model,
@@ -374,7 +374,7 @@ def previous_reply(messages: list[AnyMessage]) -> str:
     reply = earlier[-1] if earlier and isinstance(earlier[-1], AIMessage) else None
     if reply is None or reply.response_metadata.get(FROM_MEMORY):
         return ""
-    return text_of(reply)
+    return degraded.without_lines(text_of(reply))
 
 
 def _bounded(kwargs: dict[str, Any], caller: ModelCaller | None) -> dict[str, Any]:

@@ -53,3 +53,15 @@ def test_unreadable_store_answers_without_recall_labelled(model: str | None) -> 
     assert out["answer"].startswith("[记忆库暂时不可用：本次回答未使用记忆]")
     if chat is not None:
         assert out["answer"].endswith("I don't remember that.") and len(chat.calls) == 1
+        # the label is for this reply's reader: the turn is kept with what the model said, not with the label
+        kept = [r.text for r in service.store.scan("u1")]
+        assert kept and all("I don't remember that." in t for t in kept if t.startswith("user:"))
+        assert not any("记忆库暂时不可用" in t for t in kept)
+
+
+def test_only_the_degradation_lines_on_top_are_taken_off() -> None:
+    zh, en = (labels.reply_lines([labels.STORE_UNAVAILABLE], m)[0] for m in ("你好", "hello"))
+    assert labels.without_lines(f"{zh}\n好的，我记住了。") == "好的，我记住了。"
+    assert labels.without_lines(f"{en}\n{zh}\nOK") == "OK"
+    assert labels.without_lines(f"OK\n{en}") == f"OK\n{en}"  # quoted later in an answer: the answer's own words
+    assert labels.without_lines("plain answer") == "plain answer"
