@@ -53,7 +53,7 @@ _REFERENCE = re.compile(
     # a time or a place named before (那天我们吃了什么？ "What did I eat there?"), a follow-up that only asks for more
     r"|那天|那时|当时|那次|那会儿?|那里|那儿|那边|还有呢|然后呢|还有吗|还有别的|"
     r"\bthen\b|(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )\bthere\b(?!\s+(?:is|are|was|were)\b)"
-    r"|\bwhat else\b|\banything else\b|\band then\b",
+    r"|\bwhat else\b|\banything else\b",
     re.IGNORECASE,
 )
 

@@ -55,6 +55,11 @@ class Emotion:
 
 NEUTRAL = Emotion("neutral", 0.0, [])
 
+SELF_JUDGEMENT_ZH = r"自己(?:真|好|太|很|特别|挺)?(?:失败|没用)"
+"""觉得自己特别失败: a negative cue, and in a gist the effect 自我评价低 (``gist``), never a quoted feeling."""
+OVERWHELMED_EN = r"can'?t take (?:it|this) any ?more"
+"""A negative cue, and in a gist the effect "feeling overwhelmed" (``gist``)."""
+
 # fmt: off
 # (pattern, weight). Chinese patterns match substrings; a few need guards against common compounds.
 _ZH_NEGATIVE: list[tuple[str, float]] = [
@@ -72,8 +77,7 @@ _ZH_NEGATIVE: list[tuple[str, float]] = [
     (r"心态(?:炸|崩)了?", 1.0), (r"(?:有点|有些|好|很|太|又|真的|突然|开始|一直|最近)emo|emo(?:了|中)", 0.9),
     (r"受够了", 0.9), (r"心碎", 1.0), (r"心(?:好|很|太|真)?痛", 1.0), (r"心塞", 0.9), (r"憋屈", 0.9), (r"抓狂", 0.9),
     (r"破防", 0.9), (r"无助", 1.0), (r"自卑", 0.9), (r"想不开", 1.2), (r"生无可恋", 1.2), (r"孤单", 0.9),
-    (r"迷茫", 0.7), (r"[好很太真超](?:丧|没用)(?![失事礼葬])", 0.9),
-    (r"自己(?:真|好|太|很|特别|挺)?(?:失败|没用)", 1.0),
+    (r"迷茫", 0.7), (r"[好很太真超](?:丧|没用)(?![失事礼葬])", 0.9), (SELF_JUDGEMENT_ZH, 1.0),
 ]
 _ZH_POSITIVE: list[tuple[str, float]] = [
     (r"开心", 0.9), (r"高兴", 0.9), (r"快乐", 0.9), (r"幸福", 1.0), (r"兴奋", 0.8), (r"激动", 0.6),
@@ -93,7 +97,7 @@ _EN_NEGATIVE: list[tuple[str, float]] = [
     (r"nervous", 0.6), (r"burn(?:ed|t)? out|burnout", 0.9), (r"fear", 0.7),
     # as people say them in chat
     (r"gutted", 1.0), (r"(?:feel(?:s|ing)?|felt) (?:so |really |pretty |a bit |kind of )?down", 0.9),
-    (r"can'?t take (?:it|this) any ?more", 1.2), (r"worthless", 1.2), (r"pissed(?: off)?", 0.8),
+    (OVERWHELMED_EN, 1.2), (r"worthless", 1.2), (r"pissed(?: off)?", 0.8),
     (r"fed up", 0.8), (r"(?:feel(?:s|ing)?|felt|i'?m|i am|was) (?:so |really |completely |totally )?crushed", 0.9),
     (r"ashamed", 0.8), (r"disappointed", 0.5), (r"(?:life|it all) sucks", 0.8),
     (r"(?:feel(?:s|ing)?|felt|i'?m|i am) (?:so |really |completely |totally |like )?(?:useless|a failure)", 1.2),

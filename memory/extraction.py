@@ -247,6 +247,9 @@ _ZH_JOBS = (
     "程序员|工程师|设计师|建筑师|咨询师|分析师|药剂师|摄影师|理发师|化妆师|翻译|研究员|技术员|产品经理|经理|"
     "快递员|外卖员|售货员|飞行员|乘务员|空姐|学生|研究生|博士生|大学生|高中生|初中生|小学生|自由职业者|全职妈妈|家庭主妇"
 )
+_ZH_IS = "是(?:一名|一位|个|一个)?"
+_ZH_JOB_TITLE = rf"[\u4e00-\u9fff]{{0,6}}?(?:{_ZH_JOBS})(?![\u4e00-\u9fff])"
+"""护士, 软件工程师: an occupation said plainly after 是 (the job ends the clause)."""
 _ZH_PARTNERS = "老婆|老公|妻子|丈夫|爱人|男朋友|女朋友|对象"
 _ZH_FAMILY = "女儿|儿子|孩子|宝宝|妈妈|爸爸|哥哥|姐姐|弟弟|妹妹|爷爷|奶奶|外公|外婆"
 _ZH_PETS = "猫|狗|猫咪|狗狗|小猫|小狗|兔子|仓鼠|鹦鹉|宠物"
@@ -446,8 +449,7 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         lambda m: _age(m, zh=True),
     ),
     (re.compile(rf"我的?生日(?:是|在)(?P<v>{_ZH_VALUE}{{1,16}})"), _zh_birthday),
-    (re.compile(rf"我(?:现在|目前)?是(?:一名|一位|个|一个)?(?P<v>[\u4e00-\u9fff]{{0,6}}?(?:{_ZH_JOBS}))(?![\u4e00-\u9fff])"),
-     _zh_job),
+    (re.compile(rf"我(?:现在|目前)?{_ZH_IS}(?P<v>{_ZH_JOB_TITLE})"), _zh_job),
     (re.compile(rf"我(?:现在|目前)?是做(?P<v>{_ZH_VALUE}{{1,10}}?)的"), _zh_did_job),
     (re.compile(rf"我的?老家(?:是|在)(?P<v>[^{_ZH_BREAK}的]{{1,12}}?)(?:的|人)?(?=[{_ZH_BREAK}]|$)"), _zh_hometown),
     (re.compile(rf"我的?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|{_ZH_PETS})(?:的名字)?(?:叫|名叫|是叫|名字是)(?P<v>{_ZH_VALUE}{{1,8}})"),
@@ -599,7 +601,7 @@ _ZH_OTHER_CLAUSE = re.compile(rf"^\s*(?:他|她|它|我的|我(?:{_ZH_OTHERS}))"
 _ZH_DROPPED_SUBJECT = re.compile(
     r"^(?:今年|现在|目前|也|还|最|后来|刚刚?|已经|最近)?(?:住|搬|在[^，,]{1,20}?(?:工作|上班)|是一名|是一位|喜欢|不喜欢|讨厌|来自|的生日|"
     r"[0-9一二三四五六七八九十]{1,3}岁|是做|对[^，,]{1,12}过敏|不吃|吃素|"
-    rf"是(?:一名|一位|个|一个)?[\u4e00-\u9fff]{{0,6}}?(?:{_ZH_JOBS})(?![\u4e00-\u9fff]))"
+    rf"{_ZH_IS}{_ZH_JOB_TITLE})"
 )
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from mneme.memory.emotion import Emotion
+from mneme.memory.emotion import OVERWHELMED_EN, SELF_JUDGEMENT_ZH, Emotion
 from mneme.memory.tokenize import EN_STOPWORDS, ensure_jieba
 
 _CLAUSE_RE = re.compile(r"[^，。！？；：,.!?;:\n]+")
@@ -47,7 +47,7 @@ _ZH_EFFECTS: list[tuple[str, str]] = [
     (r"失眠|睡不着|睡不好|整夜没睡|一夜没睡", "失眠"),
     (r"吃不下|没胃口|不想吃", "食欲差"),
     (r"觉得自己[^，。！？]{0,6}?(?:失败|没用|差劲|一无是处|不行|废物|很差|好差|太差)|自卑|一无是处"
-     r"|自己(?:真|好|太|很|特别|挺)?(?:失败|没用)|[好很太真超]没用", "自我评价低"),
+     rf"|{SELF_JUDGEMENT_ZH}|[好很太真超]没用", "自我评价低"),
     (r"哭", "哭泣"),
     (r"不想活|想死|自杀|活着没意思|撑不下去", "流露轻生念头"),
     (r"不想上班|不想去公司", "抗拒上班"),
@@ -87,7 +87,7 @@ _EN_EFFECTS: list[tuple[str, str]] = [
     (r"worthless|useless", "low self-worth"),
     (r"cry|cried|crying", "crying"),
     (r"want to die|kill myself|suicidal|end it all|can'?t go on", "thoughts of self-harm"),
-    (r"can'?t take (?:it|this) any ?more|can'?t cope", "feeling overwhelmed"),
+    (rf"{OVERWHELMED_EN}|can'?t cope", "feeling overwhelmed"),
 ]
 _EN_REQUESTS: list[tuple[str, str]] = [
     (r"what should i do|what do i do|what can i do|how do i|how can i", "asks what to do"),

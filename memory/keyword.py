@@ -244,8 +244,8 @@ class KeywordIndex:
         statistics); ``archived`` False searches live entries, True the archive, None both. A query with
         no searchable word returns ``[]``. ``kinds_found``, if given, receives each hit's indexed kind (read
         with the hit: recall needs it to read the hits from their collections, without a ``kinds_of`` query).
-        ``terms``, if given, are ``tokenize(query)`` already made (recall tokenizes on its own thread: see
-        ``MemoryService._keyword_channel``).
+        ``terms``, if given, are ``tokenize(query)`` already made (``MemoryService._recall`` tokenizes on the
+        caller's thread before this search runs beside the query's embedding: ``memory/overlap.py``).
         """
         user_id = validate_tenant(user_id, allow_shared=True)
         if k <= 0 or (kinds is not None and not list(kinds)):

@@ -474,12 +474,20 @@ _LUNAR: dict[str, tuple[str, int, int]] = {
     "重阳节": ("double ninth", 0, 1),
 }
 """Lunar holidays: (festival, days from it, days). 春节 is the public holiday, 除夕 to 初七 (8 days)."""
+_LUNAR_TABLE: dict[str, list[str]] = {festival: dates.split() for festival, dates in _LUNAR_DATES.items()}
+_YEARS_BACK = {"去年": 1, "last": 1, "前年": 2, "今年": 0, "this": 0}
+"""How many years back 去年 / last, 前年, 今年 / this put a holiday or a season."""
+
+
+def _rel_years_back(m: re.Match[str]) -> int | None:
+    """The year a holiday or season is named in (``_YEARS_BACK``), or None: its latest occurrence."""
+    return _YEARS_BACK.get((m.group("rel") or "").lower())
 
 
 def _lunar_start(name: str, year: int) -> date | None:
     festival, offset, _ = _LUNAR[name]
     index = year - _LUNAR_FIRST_YEAR
-    dates = _LUNAR_DATES[festival].split()
+    dates = _LUNAR_TABLE[festival]
     if not 0 <= index < len(dates):
         return None  # outside the table: not parsed
     mmdd = dates[index]
@@ -488,12 +496,10 @@ def _lunar_start(name: str, year: int) -> date | None:
 
 def _lunar_holiday(m: re.Match[str], today: date) -> Span | None:
     """春节, 中秋, 端午, "Chinese New Year" …: that year's (去年 / 今年 / last / this), else the latest begun."""
-    name = " ".join(m.group("h").lower().replace("\u2019", "'").split())
-    name = name if name in _LUNAR else next((k for k in _LUNAR if name.startswith(k)), name)
+    name = " ".join(m.group("h").lower().replace("\u2019", "'").split())  # the patterns match the keys exactly
     if name not in _LUNAR:
         return None
-    rel = (m.group("rel") or "").lower()
-    back = {"去年": 1, "last": 1, "前年": 2, "今年": 0, "this": 0}.get(rel)
+    back = _rel_years_back(m)
     if back is not None:
         start = _lunar_start(name, today.year - back)
     else:
@@ -513,13 +519,9 @@ def _holiday(m: re.Match[str], today: date) -> Span | None:
     if key is None:
         return None
     month, day, days = _HOLIDAYS[key]
-    rel = (m.group("rel") or "").lower()
-    if rel in ("去年", "last"):
-        start = date(today.year - 1, month, day)
-    elif rel == "前年":
-        start = date(today.year - 2, month, day)
-    elif rel in ("今年", "this"):
-        start = date(today.year, month, day)
+    back = _rel_years_back(m)
+    if back is not None:
+        start = date(today.year - back, month, day)
     else:
         recent = _recent_date(today, month, day)
         if recent is None:
@@ -544,13 +546,9 @@ def _season(m: re.Match[str], today: date) -> Span | None:
     "last winter" is the winter that began in December of last year (it ends in February of this year).
     """
     first = _SEASON_START[m.group("s").lower()]
-    rel = (m.group("rel") or "").lower()
-    if rel in ("去年", "last"):
-        return _season_span(today.year - 1, first)
-    if rel == "前年":
-        return _season_span(today.year - 2, first)
-    if rel in ("今年", "this"):
-        return _season_span(today.year, first)
+    back = _rel_years_back(m)
+    if back is not None:
+        return _season_span(today.year - back, first)
     year = today.year if date(today.year, first, 1) <= today else today.year - 1
     return _season_span(year, first)
 

