@@ -592,7 +592,8 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
 
 _ZH_SENTENCE_RE = re.compile(r"[^。！？!?\n]+[。！？!?\n]*")
 _ZH_CLAUSE_RE = re.compile(r"([，,；;]\s*)")
-_ZH_OTHERS = r"朋友|妈|爸|老婆|老公|女朋友|男朋友|对象|同事|哥|姐|弟|妹|儿子|女儿|家人|们|孩子|室友|同学|猫|狗|宠物"
+_ZH_OTHERS = rf"朋友|妈|爸|哥|姐|弟|妹|家人|们|同事|室友|同学|{_ZH_PARTNERS}|{_ZH_FAMILY}|{_ZH_PETS}"
+"""Who "我<X>…" is about when it is not the user: the people and animals whose names are kept (the lists above)."""
 _ZH_SELF_CLAUSE = re.compile(
     rf"^\s*我(?!的|{_ZH_OTHERS})|^\s*我的(?:名字|姓名|生日|工作|职业|老家|家乡|年龄)"
 )

@@ -126,6 +126,9 @@ def test_another_persons_facts_are_not_the_users() -> None:
     assert {e.key: e.value for e in extract_patterns("我的猫叫咪咪，三岁了")} == {"pet:猫": "咪咪"}
     assert {e.key: e.value for e in extract_patterns("我叫张伟，我的女儿叫朵朵，今年五岁")} == {
         "name": "张伟", "family:女儿": "朵朵"}
+    # every relation whose name is kept is someone else: a grandmother's age is not the user's
+    assert {e.key: e.value for e in extract_patterns("我奶奶叫王芳，今年八十岁")} == {"family:奶奶": "王芳"}
+    assert {e.key: e.value for e in extract_patterns("我外婆叫李梅，九十岁了")} == {"family:外婆": "李梅"}
     # but "我的名字/生日…" are the user's own
     assert {e.key: e.value for e in extract_patterns("我的名字叫张伟，今年28岁")} == {"name": "张伟", "age": "28"}
 
