@@ -16,7 +16,9 @@ Plans: the parser reads a date without a year as the latest such date not after 
 for what happened ("5月20日我去了北京", said in June) but not for a plan ("5月20日我要去北京", said on 10 May, is
 this 20 May, not last year's). When the words say it is a plan (``PLAN_RE``: 打算, 准备, 计划, 要去 …, "will",
 "going to", "plan to" …) and a date without a year came out in the past, the span is that date's next occurrence
-(within the year ahead). Relative expressions ("上周", "two weekends ago") are left as they are.
+(within the year ahead); a bare weekday ("周五", "on Friday") likewise the coming one. Relative expressions
+("上周", "two weekends ago") are left as they are; those that look ahead (明天, 下周三, 下个月, "next month", "in two
+weeks", "tomorrow") name the span ahead themselves.
 """
 
 from __future__ import annotations
@@ -72,9 +74,16 @@ def _span(text: str, said_at: float, named: list[bool] | None = None) -> tuple[f
     return window.start, window.end
 
 
+_BARE_WEEKDAY = re.compile(
+    r"(?i)(?:on\s+)?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|(?:周|星期|礼拜)[一二三四五六日天]")
+
+
 def _ahead(text: str, said_at: float, window: TimeWindow) -> TimeWindow:
     """The next occurrence of a date without a year that ``window`` read in the past, else ``window``: the same
-    words read a year later name the same day one calendar year on only when the date had no year."""
+    words read a year later name the same day one calendar year on only when the date had no year. A bare weekday
+    in a plan ("周五我要去看演唱会", "I'm seeing her on Friday") is the coming one, a week after the last."""
+    if _BARE_WEEKDAY.fullmatch(window.expression):
+        return TimeWindow(window.start + 7 * DAY, window.end + 7 * DAY, window.expression, window.granularity)
     said = datetime.fromtimestamp(said_at, UTC)
     try:
         later = said.replace(year=said.year + 1)

@@ -28,6 +28,20 @@ Conventions, chosen to be predictable:
   几周前 / 几个星期前 the 4 weeks before that; 半个月前 the calendar week holding the day 15 days back.
 - Seasons are the northern meteorological ones (spring = March to May … winter = December to February):
   去年夏天 / "last summer" is last year's, a bare 夏天 / "in the summer" the latest one begun.
+- Ahead: 明天 / 后天 / 大后天 / "tomorrow" / "the day after tomorrow"; 下周 / 下下周 / "next week" / "the week after
+  next" (calendar weeks); 下周三 / "next Wednesday" that day of next week, "this coming Wednesday" the first one after
+  today; 这周末 / "this weekend", 下周末 / "next weekend"; 下个月 / "next month", 明年 / "next year" (明年春天 is
+  next year's spring; "next summer", "next Christmas", "next May" the first one after today); N天后 / "in two weeks" /
+  "3 days from now" as N天前 / "ago" the other way, but only where the words look ahead (要, 会, 打算 … or no 了/过;
+  will, going to, I'm …ing, a question): "后来三天后他就走了" and "I ran 20 miles in 3 days" name no date. 过几天 /
+  "in a few days" is the 7 days after today.
+- Vague spans behind: "a few / several / a couple (of) years ago" / 几年前 / 前几年 = the four calendar years from
+  five to two years back; "a few months ago" / 几个月前 = the five calendar months before last month; "a while ago" /
+  前阵子 / 前段时间 / 不久前 = 90 to 7 days back; "a decade ago", "a fortnight ago", "N units back" as "ago".
+- Weekday abbreviations (Mon, Tue(s), Wed, Thu(rs), Fri, Sat, Sun) count only after last / this / next / on / past
+  ("last Fri"), never alone ("I sat down", "the sun").
+- Holidays on the n-th weekday of a month: Thanksgiving (US; 感恩节), Mother's Day / 母亲节, Father's Day / 父亲节;
+  and the Fourth of July / Independence Day.
 - Numeric dates with slashes are US order: 5/6 is May 6 (5/6/2023 too); ISO 2023-05-06 is unambiguous.
 - Not dates: a bare number ("iPhone 6", "第5章"), a duration without 前/ago ("3天", "3 days"), lower-case
   "may" (the verb; only "May" is the month).
@@ -70,6 +84,7 @@ _ZH_DIGITS = {c: i for i, c in enumerate("〇一二三四五六七八九")} | {"
 _EN_NUMBERS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
     "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "couple of": 2,
+    "a couple": 2, "couple": 2,
 }  # fmt: skip
 
 
@@ -159,7 +174,9 @@ def _recent_weekday(today: date, weekday: int, *, strictly_before: bool) -> Span
 
 
 def _ago(today: date, n: int, unit: str) -> Span | None:
-    if n < 0 or n > 5000:
+    """The day, or the calendar week / month / year, holding the day ``n`` units before today (after it for a
+    negative ``n``: 三天后, "in two weeks")."""
+    if not -5000 <= n <= 5000:
         return None
     if unit.startswith(("day", "天")):
         return _day(today - timedelta(days=n))
@@ -178,12 +195,30 @@ def _few_weeks(today: date) -> Span:
     return today - timedelta(days=35), today - timedelta(days=7), "range"
 
 
+def _few_days_ahead(today: date) -> Span:
+    return today + timedelta(days=1), today + timedelta(days=8), "range"
+
+
+def _a_while_ago(today: date) -> Span:
+    return today - timedelta(days=90), today - timedelta(days=7), "range"
+
+
+def _few_months_ago(today: date) -> Span:
+    return date(*_add_months(today.year, today.month, -6), 1), date(*_add_months(today.year, today.month, -1), 1), \
+        "range"
+
+
+def _few_years_ago(today: date) -> Span:
+    return date(today.year - 5, 1, 1), date(today.year - 1, 1, 1), "range"
+
+
 # -- patterns ----------------------------------------------------------------------------------
 
 _N = r"(?:\d{1,2}|[一二三四五六七八九十两廿〇零]{1,3})"
 _ZY = r"(?:\d{4}|[〇零一二三四五六七八九]{4})"
 _WD_ZH = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
-_WD_EN = {w: i for i, w in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))}
+_WD_EN = {w: i for i, w in enumerate(("mon", "tue", "wed", "thu", "fri", "sat", "sun"))}
+"""Weekdays by their first three letters (Monday, Mon, "last Tues")."""
 _MONTHS = {
     "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
     "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12,
@@ -195,7 +230,7 @@ _MON = (
 )
 _EY = r"(?P<y>(?:19|20)\d{2})"
 _EN_N = (
-    r"(?P<n>\d{1,4}|(?i:a\s+couple\s+of|couple\s+of|an?|one|two|three|four|five|six|seven|eight|nine|ten"
+    r"(?P<n>\d{1,4}|(?i:a\s+couple\s+of|couple\s+of|a\s+couple|couple|an?|one|two|three|four|five|six|seven|eight|nine|ten"
     r"|eleven|twelve))"
 )
 _WEEK_ZH = r"(?:周|星期|个星期|礼拜|个礼拜)"
@@ -252,16 +287,22 @@ def _zh_weekday(m: re.Match[str], today: date) -> Span | None:
     rel = m.group("rel") or ""
     if rel.startswith("上"):
         return _weekday_in_week(today, rel.count("上"), wd)
+    if rel.startswith("下"):  # 下周三 / 下下周五: that day of next week / the week after
+        return _weekday_in_week(today, -rel.count("下"), wd)
     if rel:  # 这周三 / 本周三
         return _weekday_in_week(today, 0, wd)
     return _recent_weekday(today, wd, strictly_before=False)
 
 
 def _en_weekday(m: re.Match[str], today: date) -> Span | None:
-    wd = _WD_EN[m.group("wd").lower()]
-    rel = (m.group("rel") or "").lower()
+    wd = _WD_EN[m.group("wd").lower()[:3]]
+    rel = " ".join((m.group("rel") or "").lower().split())
     if rel == "this":
         return _weekday_in_week(today, 0, wd)
+    if rel == "next":  # that day of next week, as 下周三
+        return _weekday_in_week(today, -1, wd)
+    if rel.endswith(("coming", "upcoming")):  # the first one after today
+        return _day(today + timedelta(days=(wd - today.weekday() - 1) % 7 + 1))
     return _recent_weekday(today, wd, strictly_before=rel in ("last", "past"))
 
 
@@ -290,6 +331,37 @@ def _en_in_month(m: re.Match[str], today: date) -> Span | None:
 
 def _en_ago(m: re.Match[str], today: date) -> Span | None:
     return _ago(today, _en_n(m), m.group("u").lower())
+
+
+_EN_AHEAD = re.compile(
+    r"(?i)\b(?:will|shall|going\s+to|gonna|plan(?:s|ning)?|hope|want|about\s+to|scheduled|due|can['\u2019]?t\s+wait)\b"
+    r"|['\u2019]ll\b|\b(?:i['\u2019]m|am|are|is|we['\u2019]re|you['\u2019]re)\s+\w+ing\b|\bfrom\s+now\b|\?")
+"""Words that put "in two weeks" ahead; without them it is a duration ("I ran 20 miles in 3 days")."""
+_ZH_AHEAD = re.compile(r"要|会|打算|准备|计划|将|想|得|就是|就到|[?？吗]")
+_ZH_DONE = re.compile(r"了|过")
+
+
+def _en_later(m: re.Match[str], today: date) -> Span | None:
+    """"in two weeks" (said of what lies ahead), "3 days from now": as "ago", the other way."""
+    if _EN_AHEAD.search(m.string) is None:
+        return None
+    return _ago(today, -_en_n(m), m.group("u").lower())
+
+
+def _zh_later(m: re.Match[str], today: date) -> Span | None:
+    """三天后 / 两周以后 / 一个月后, said of what lies ahead: as 前, the other way. Told of what is done ("三天后他就
+    走了": three days after something else) they are not dates."""
+    rest = m.string[m.end():]
+    if _ZH_DONE.search(rest) is not None and _ZH_AHEAD.search(rest) is None:
+        return None
+    n = _int(m, "n")
+    return None if n is None else _ago(today, -n, m.group("u"))
+
+
+def _en_next_month(m: re.Match[str], today: date) -> Span | None:
+    """"next May": the first May after this month."""
+    month = _mon(m)
+    return _month(today.year if month > today.month else today.year + 1, month)
 
 
 def _rolling(today: date, n: int, unit: str) -> Span | None:
@@ -374,7 +446,8 @@ def _recent_day_of_month(today: date, day: int, months_back: int | None = None) 
 def _zh_day(m: re.Match[str], today: date) -> Span | None:
     d = _int(m, "d")
     rel = m.group("rel") or ""
-    back = None if not rel else 2 if rel.startswith("上上") else 1 if rel.startswith("上") else 0
+    back = None if not rel else 2 if rel.startswith("上上") else 1 if rel.startswith("上") else \
+        -1 if rel.startswith("下") else 0
     return None if d is None else _recent_day_of_month(today, d, back)
 
 
@@ -398,7 +471,7 @@ def _zh_month_part(m: re.Match[str], today: date) -> Span | None:
     if mo is not None:
         span = _recent_month(today, mo)
     else:
-        back = 2 if rel.startswith("上上") else 1 if rel.startswith("上") else 0
+        back = 2 if rel.startswith("上上") else 1 if rel.startswith("上") else -1 if rel.startswith("下") else 0
         span = _month(*_add_months(today.year, today.month, -back))
     return _part_of(span, m.group("part"))
 
@@ -415,6 +488,7 @@ _HOLIDAYS: dict[str, tuple[int, int, int]] = {
     "圣诞": (12, 25, 1),
     "new year's day": (1, 1, 1), "new year's eve": (12, 31, 1), "valentine's day": (2, 14, 1),
     "halloween": (10, 31, 1), "christmas eve": (12, 24, 1), "christmas": (12, 25, 1),
+    "independence day": (7, 4, 1), "fourth of july": (7, 4, 1),
 }
 """Holidays on fixed Gregorian dates: (month, day, days). 五一 and 国庆 are the public holidays (May 1-5, October
 1-7); 清明 falls on April 4 or 5 (a solar term): April 4-6. Lunar ones are in ``_LUNAR``."""
@@ -475,13 +549,26 @@ _LUNAR: dict[str, tuple[str, int, int]] = {
 }
 """Lunar holidays: (festival, days from it, days). 春节 is the public holiday, 除夕 to 初七 (8 days)."""
 _LUNAR_TABLE: dict[str, list[str]] = {festival: dates.split() for festival, dates in _LUNAR_DATES.items()}
-_YEARS_BACK = {"去年": 1, "last": 1, "前年": 2, "今年": 0, "this": 0}
-"""How many years back 去年 / last, 前年, 今年 / this put a holiday or a season."""
+_YEARS_BACK = {"去年": 1, "last": 1, "前年": 2, "今年": 0, "this": 0, "明年": -1}
+"""How many years back 去年 / last, 前年, 今年 / this, 明年 put a holiday or a season."""
 
 
-def _rel_years_back(m: re.Match[str]) -> int | None:
-    """The year a holiday or season is named in (``_YEARS_BACK``), or None: its latest occurrence."""
-    return _YEARS_BACK.get((m.group("rel") or "").lower())
+def _occurrence(m: re.Match[str], today: date, start_in: Callable[[int], date | None]) -> date | None:
+    """The start of the holiday or season ``start_in(year)`` that ``m`` names: that of the year 去年 / 今年 / 明年 /
+    last / this say (``_YEARS_BACK``); the first one after today for "next" ("next Christmas" said in July is this
+    December's); else the latest begun."""
+    rel = (m.group("rel") or "").lower()
+    back = _YEARS_BACK.get(rel)
+    if back is not None:
+        return start_in(today.year - back)
+    if rel == "next":
+        for year in (today.year, today.year + 1):
+            start = start_in(year)
+            if start is not None and start > today:
+                return start
+        return None
+    start = start_in(today.year)
+    return start if start is not None and start <= today else start_in(today.year - 1)
 
 
 def _lunar_start(name: str, year: int) -> date | None:
@@ -499,13 +586,7 @@ def _lunar_holiday(m: re.Match[str], today: date) -> Span | None:
     name = " ".join(m.group("h").lower().replace("\u2019", "'").split())  # the patterns match the keys exactly
     if name not in _LUNAR:
         return None
-    back = _rel_years_back(m)
-    if back is not None:
-        start = _lunar_start(name, today.year - back)
-    else:
-        start = _lunar_start(name, today.year)
-        if start is None or start > today:
-            start = _lunar_start(name, today.year - 1)
+    start = _occurrence(m, today, lambda year: _lunar_start(name, year))
     if start is None:
         return None
     days = _LUNAR[name][2]
@@ -519,15 +600,34 @@ def _holiday(m: re.Match[str], today: date) -> Span | None:
     if key is None:
         return None
     month, day, days = _HOLIDAYS[key]
-    back = _rel_years_back(m)
-    if back is not None:
-        start = date(today.year - back, month, day)
-    else:
-        recent = _recent_date(today, month, day)
-        if recent is None:
-            return None
-        start = recent
+    start = _occurrence(m, today, lambda year: date(year, month, day))
+    if start is None:
+        return None
     return start, start + timedelta(days=days), "day" if days == 1 else "range"
+
+
+_NTH_WEEKDAY: dict[str, tuple[int, int, int]] = {
+    "thanksgiving": (11, 3, 4), "感恩节": (11, 3, 4), "mother's day": (5, 6, 2), "母亲节": (5, 6, 2),
+    "father's day": (6, 6, 3), "父亲节": (6, 6, 3),
+}
+"""Holidays on the n-th weekday of a month: (month, weekday, n). Thanksgiving (US) is the fourth Thursday of
+November; Mother's Day and Father's Day (in China too) the second Sunday of May and the third Sunday of June."""
+
+
+def _nth_weekday(year: int, month: int, weekday: int, n: int) -> date:
+    first = date(year, month, 1)
+    return first + timedelta(days=(weekday - first.weekday()) % 7 + 7 * (n - 1))
+
+
+def _weekday_holiday(m: re.Match[str], today: date) -> Span | None:
+    """Thanksgiving, Mother's Day, 父亲节 …: that year's (去年 / 今年 / 明年 / last / this / next), else the latest."""
+    name = " ".join(m.group("h").lower().replace("\u2019", "'").replace("mothers", "mother's")
+                    .replace("fathers", "father's").split())
+    if name not in _NTH_WEEKDAY:
+        return None
+    month, weekday, n = _NTH_WEEKDAY[name]
+    start = _occurrence(m, today, lambda year: _nth_weekday(year, month, weekday, n))
+    return None if start is None else _day(start)
 
 
 _SEASON_START = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12,
@@ -546,11 +646,8 @@ def _season(m: re.Match[str], today: date) -> Span | None:
     "last winter" is the winter that began in December of last year (it ends in February of this year).
     """
     first = _SEASON_START[m.group("s").lower()]
-    back = _rel_years_back(m)
-    if back is not None:
-        return _season_span(today.year - back, first)
-    year = today.year if date(today.year, first, 1) <= today else today.year - 1
-    return _season_span(year, first)
+    start = _occurrence(m, today, lambda year: date(year, first, 1))
+    return None if start is None else _season_span(start.year, first)
 
 
 _RULES: list[tuple[re.Pattern[str], Handler]] = [
@@ -565,40 +662,59 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         # 4月27 (no 日/号), 27号, 上个月27号, 5月初 / 下旬 / 底, 月底, 五一, 国庆, 去年圣诞节.
         (rf"(?<![\d年第])(?P<m>{_N})\s*月\s*(?P<d>{_N})(?![\d一二三四五六七八九十日号號天个個次人岁歲年周只位本])",
          _zh_md),
-        (rf"(?P<rel>上上个?月|上个?月|上個月|这个?月|這個?月|本月)\s*的?(?P<d>{_N})\s*[号號日]", _zh_day),
+        (rf"(?P<rel>上上个?月|上个?月|上個月|这个?月|這個?月|本月|下个?月|下個月)\s*的?(?P<d>{_N})\s*[号號日]",
+         _zh_day),
         (rf"(?<![\d月第个個几每上下这本前后號号])(?P<rel>)(?P<d>{_N})\s*[号號](?![码碼线線楼樓房门門车車位床])",
          _zh_day),
-        (rf"(?:(?<![\d年第])(?P<m>{_N})\s*月份?|(?P<rel>上上个?月|上个?月|上個月|这个?月|這個?月|本月|月))"
+        (rf"(?:(?<![\d年第])(?P<m>{_N})\s*月份?|(?P<rel>上上个?月|上个?月|上個月|这个?月|這個?月|本月|下个?月|下個月|月))"
          r"\s*的?(?P<part>初|上旬|中旬|下旬|底|末)", _zh_month_part),
-        (r"(?P<rel>去年|前年|今年)?的?(?P<h>元旦|情人节|妇女节|(?<![一二三四五六七八九十])五一(?![一二三四五六七八九十])"
+        (r"(?P<rel>去年|前年|今年|明年)?的?(?P<h>元旦|情人节|妇女节|(?<![一二三四五六七八九十])五一(?![一二三四五六七八九十])"
          r"|劳动节|儿童节|清明(?=节|假|期间|那)|国庆(?=节|假|长假|期间|那)|万圣节|平安夜|圣诞)", _holiday),
-        (r"(?P<rel>去年|前年|今年)?的?(?P<h>春节|除夕|大年三十|大年初一|元宵节|端午|七夕|中秋|重阳节)", _lunar_holiday),
+        (r"(?P<rel>去年|前年|今年|明年)?的?(?P<h>感恩节|母亲节|父亲节)", _weekday_holiday),
+        (r"(?P<rel>去年|前年|今年|明年)?的?(?P<h>春节|除夕|大年三十|大年初一|元宵节|端午|七夕|中秋|重阳节)",
+         _lunar_holiday),
         (r"前些天|前些日子", _fixed(_few_days)),
+        (r"前阵子|前一阵子?|前段时间|前一段时间|不久前", _fixed(_a_while_ago)),
+        (r"几个月(?:以)?前|前几个月", _fixed(_few_months_ago)),
+        (r"几年(?:以)?前|前几年", _fixed(_few_years_ago)),
         # Chinese relative days, weeks, months, years.
         (r"大前天", _days_back(3)),
         (r"前天|前日", _days_back(2)),
         (r"昨天|昨日|昨晚|昨儿", _days_back(1)),
         (r"今天|今日|今早|今晚|今儿", _days_back(0)),
+        (r"明天|明日|明早|明晚|明儿", _days_back(-1)),
+        (r"(?<![然之以最落背前先])后天(?![气生性])", _days_back(-2)),
+        (r"大后天", _days_back(-3)),
+        (r"过几天|过两天|再过几天|几天(?:以)?后", _fixed(_few_days_ahead)),
+        (rf"(?P<n>{_N})\s*(?P<u>天|周|个星期|個星期|星期|个礼拜|礼拜|个月|個月|年)\s*(?:以)?后(?![来面])", _zh_later),
         (rf"(?P<n>{_N})\s*(?P<u>天|周|个星期|個星期|星期|个礼拜|礼拜|个月|個月|年)\s*(?:以)?前", _zh_ago),
         (r"几天前|前几天|這幾天前", _fixed(_few_days)),
         (r"几(?:周|个星期|个礼拜)(?:以)?前|前几(?:周|个星期)", _fixed(_few_weeks)),
         (r"半个月(?:以)?前", lambda m, t: _week(t - timedelta(days=15))),
         (rf"(?:最近|过去|過去|近)\s*(?P<n>{_N})\s*(?P<u>天|周|个星期|個星期|星期|个月|個月)", _zh_rolling),
-        (rf"(?P<rel>上上|上|这|這|本)?个?{_WEEK_ZH}(?P<wd>[一二三四五六日天])", _zh_weekday),
+        (rf"(?P<rel>上上|上|下下|下|这|這|本)?个?{_WEEK_ZH}(?P<wd>[一二三四五六日天])", _zh_weekday),
         (rf"(?P<n>{_N})\s*个?周末(?:以)?前", _zh_weekends_ago),
         (r"上上周末|上上个?周末", _weekend(2)),
         (r"上周末|上个?周末", _weekend(1)),
+        (r"这周末|這周末|这个周末|本周末", _weekend(0)),
+        (r"下周末|下个?周末", _weekend(-1)),
+        (r"下下周|下下个?(?:星期|礼拜)", _weeks_back(-2)),
+        (r"下周|下个?(?:星期|礼拜)", _weeks_back(-1)),
         (r"上上周|上上个?(?:星期|礼拜)", _weeks_back(2)),
         (r"上周|上个?(?:星期|礼拜)", _weeks_back(1)),
         (r"这周|這周|本周|这个?(?:星期|礼拜)", _weeks_back(0)),
         (r"上上个月", _months_back(2)),
         (r"上个月|上月|上個月", _months_back(1)),
         (r"这个月|本月|这月|這個月", _months_back(0)),
-        (r"(?P<rel>去年|前年|今年)?的?(?P<s>[春夏秋冬])(?:天|季)", _season),
+        (r"下下个月", _months_back(-2)),
+        (r"下个月|下月|下個月", _months_back(-1)),
+        (r"(?P<rel>去年|前年|今年|明年)?的?(?P<s>[春夏秋冬])(?:天|季)", _season),
         (r"大前年", _years_back(3)),
         (r"前年", _years_back(2)),
         (r"去年", _years_back(1)),
         (r"今年", _years_back(0)),
+        (r"明年", _years_back(-1)),
+        (r"(?<![以之然最前落])后年", _years_back(-2)),
         # English dates.
         (r"\b(?P<y>(?:19|20)\d{2})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})\b", _en_ymd),
         (r"(?<![\d/.])(?P<m>\d{1,2})/(?P<d>\d{1,2})(?:/(?P<y>\d{4}|\d{2}))?(?![\d/])", _en_us),
@@ -606,29 +722,51 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         (rf"\b(?i:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?i:of\s+)?{_MON}(?![a-z])(?:,?\s+{_EY}\b)?", _en_named),
         (rf"\b{_MON}\s*,?\s+{_EY}\b", _en_month_year),
         (rf"\b(?i:in|during|since|last|this)\s+{_MON}(?![a-z])", _en_in_month),
+        (rf"\b(?i:next)\s+{_MON}(?![a-z])", _en_next_month),
         (rf"\b(?i:in|during|since)\s+{_EY}\b", lambda m, t: _year(int(m.group("y")))),
         (rf"\b(?P<part>(?i:early|mid|late))[-\s]+{_MON}(?![a-z])(?:,?\s+{_EY}\b)?", _en_month_part),
         (rf"\b(?i:the\s+)?(?P<part>(?i:beginning|start|middle|end))\s+(?i:of)\s+{_MON}(?![a-z])(?:,?\s+{_EY}\b)?",
          _en_month_part),
-        (r"(?i)\b(?:(?P<rel>last|this)\s+)?(?P<h>new\s+year['\u2019]s\s+(?:day|eve)|valentine['\u2019]?s\s+day"
-         r"|halloween|christmas(?:\s+(?:eve|day))?)\b", _holiday),
-        (r"(?i)\b(?:(?P<rel>last|this)\s+)?(?P<h>(?:chinese|lunar)\s+new\s+year(?:['\u2019]s\s+eve)?|spring\s+festival|lantern\s+festival"
+        (r"(?i)\b(?:(?P<rel>last|this|next)\s+)?(?P<h>new\s+year['\u2019]s\s+(?:day|eve)|valentine['\u2019]?s\s+day"
+         r"|halloween|christmas(?:\s+(?:eve|day))?|independence\s+day|fourth\s+of\s+july)\b", _holiday),
+        (r"(?i)\b(?:(?P<rel>last|this|next)\s+)?(?P<h>thanksgiving|mother['\u2019]?s\s+day|father['\u2019]?s\s+day)\b",
+         _weekday_holiday),
+        (r"(?i)\b(?:(?P<rel>last|this|next)\s+)?(?P<h>(?:chinese|lunar)\s+new\s+year(?:['\u2019]s\s+eve)?|spring\s+festival|lantern\s+festival"
          r"|dragon\s+boat\s+festival|mid-autumn\s+festival|moon\s+festival)\b", _lunar_holiday),
         # English relative expressions.
         (r"(?i)\b(?:the\s+)?day\s+before\s+yesterday\b", _days_back(2)),
         (r"(?i)\byesterday\b|\blast\s+night\b", _days_back(1)),
         (r"(?i)\btoday\b|\btonight\b|\bthis\s+(?:morning|afternoon|evening)\b", _days_back(0)),
-        (rf"\b{_EN_N}\s+(?P<u>(?i:days?|weeks?|months?|years?))\s+(?i:ago)\b", _en_ago),
+        (r"(?i)\b(?:the\s+)?day\s+after\s+tomorrow\b", _days_back(-2)),
+        (r"(?i)\btomorrow\b|\btmr\b", _days_back(-1)),
+        (rf"\b(?i:in)\s+{_EN_N}\s+(?P<u>(?i:days?|weeks?|months?|years?))(?:['\u2019]?\s+(?i:time))?\b", _en_later),
+        (rf"\b{_EN_N}\s+(?P<u>(?i:days?|weeks?|months?|years?))\s+(?i:from\s+now)\b", _en_later),
+        (r"(?i)\bin\s+a\s+(?:few|couple\s+of)\s+days\b", _fixed(_few_days_ahead)),
+        (r"(?i)\ba\s+decade\s+ago\b", _years_back(10)),
+        (r"(?i)\ba\s+fortnight\s+ago\b", _weeks_back(2)),
+        (r"(?i)\b(?:a\s+)?(?:few|several|couple\s+of|couple)\s+months\s+(?:ago|back)\b", _fixed(_few_months_ago)),
+        (r"(?i)\b(?:a\s+)?(?:few|several|couple\s+of|couple|many)\s+years\s+(?:ago|back)\b|\byears\s+ago\b",
+         _fixed(_few_years_ago)),
+        (r"(?i)\ba\s+while\s+(?:ago|back)\b", _fixed(_a_while_ago)),
+        (rf"\b{_EN_N}\s+(?P<u>(?i:days?|weeks?|months?|years?))\s+(?i:ago|back)\b", _en_ago),
         (r"(?i)\b(?:a\s+)?(?:few|several)\s+days\s+ago\b|\bthe\s+other\s+day\b", _fixed(_few_days)),
-        (r"(?i)\b(?:a\s+)?(?:few|several|couple\s+of)\s+weeks\s+ago\b", _fixed(_few_weeks)),
+        (r"(?i)\b(?:a\s+)?(?:few|several|couple\s+of|couple)\s+weeks\s+(?:ago|back)\b", _fixed(_few_weeks)),
         (
-            r"(?i)\b(?:(?P<rel>last|this|on|past)\s+)?"
+            r"(?i)\b(?:(?P<rel>last|this\s+(?:coming|upcoming)|this|on|past|next|coming|upcoming)\s+)?"
             r"(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday)(?!s)\b",
             _en_weekday,
         ),
-        (r"(?i)\b(?:(?P<rel>last|this)\s+|(?:in|during|over)\s+the\s+)(?P<s>spring|summer|autumn|fall|winter)\b",
+        # abbreviations only after a word that makes them a day: "last Fri", "on Sat" (not "I sat", "the sun")
+        (r"(?i)\b(?P<rel>last|this|on|past|next)\s+(?P<wd>mon|tues?|wed|thu|thurs?|fri|sat|sun)\b\.?", _en_weekday),
+        (r"(?i)\b(?:(?P<rel>last|this|next)\s+|(?:in|during|over)\s+the\s+)(?P<s>spring|summer|autumn|fall|winter)\b",
          _season),
         (r"(?i)\b(?:last|this\s+past|past)\s+weekend\b", _weekend(1)),
+        (r"(?i)\b(?:this(?:\s+(?:coming|upcoming))?|the\s+(?:coming|upcoming))\s+weekend\b", _weekend(0)),
+        (r"(?i)\bnext\s+weekend\b", _weekend(-1)),
+        (r"(?i)\b(?:the\s+)?week\s+after\s+next\b", _weeks_back(-2)),
+        (r"(?i)\bnext\s+week\b", _weeks_back(-1)),
+        (r"(?i)\bnext\s+month\b", _months_back(-1)),
+        (r"(?i)\bnext\s+year\b", _years_back(-1)),
         (rf"\b{_EN_N}\s+(?i:weekends?)\s+(?i:ago)\b", _en_weekends_ago),
         (r"(?i)\b(?:the\s+)?week\s+before\s+last\b", _weeks_back(2)),
         (rf"(?i:\b(?:in\s+)?the\s+)?\b(?i:last|past)\s+(?:{_EN_N}\s+)?(?P<u>(?i:days?|weeks?|months?))\b", _en_rolling),

@@ -142,6 +142,15 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
     # a date without a year that comes round within the month is still its next occurrence
     ("5月11日我要去北京", (date(2024, 5, 11), date(2024, 5, 12))),
     ("6月1日我要去北京", (date(2024, 6, 1), date(2024, 6, 2))),
+    # a bare weekday in a plan is the coming one; what happened, the last
+    ("周日我要去看演唱会", (date(2024, 5, 12), date(2024, 5, 13))),
+    ("We will go hiking on Sunday", (date(2024, 5, 12), date(2024, 5, 13))),
+    ("周日我去看了演唱会", (date(2024, 5, 5), date(2024, 5, 6))),
+    # words that look ahead name the span ahead (said on Friday 10 May)
+    ("下周三我要去面试", (date(2024, 5, 15), date(2024, 5, 16))),
+    ("明天我要去北京", (date(2024, 5, 11), date(2024, 5, 12))),
+    ("We're thinking about going camping next month", (date(2024, 6, 1), date(2024, 7, 1))),
+    ("My sister is visiting in two weeks, can't wait!", (date(2024, 5, 20), date(2024, 5, 27))),
 ])
 def test_a_plan_names_the_next_such_date_what_happened_the_last(text: str, expected: tuple[date, date]) -> None:
     assert days(event_span(text, MAY_10)) == expected
@@ -198,3 +207,25 @@ def test_a_festival_named_in_the_question_finds_the_turn_said_at_it() -> None:
         plain = service.recall("u", question, options=RecallOptions(k=2, reinforce=False, time_aware=False), now=asked)
         assert timed[0].thread_id == "a" and timed[0].signals["time"] == 1.0
         assert plain[0].thread_id == "b"  # without the festival's window the more recent visit wins
+
+
+PLANS = {
+    "zh": ("下周三我要去医院做体检，早上八点到。", "我今天有什么安排？",
+           ["我去超市买了水果。", "我去医院看了牙。", "我去公园跑步了。"]),
+    "en": ("I have a dentist appointment next Wednesday at nine.", "What do I have on today?",
+           ["I bought fruit at the market.", "I went to the dentist about my tooth.", "I went running in the park."]),
+}
+
+
+@pytest.mark.parametrize("lang", sorted(PLANS))
+def test_a_plan_is_found_on_the_day_it_names(lang: str) -> None:
+    """Said on Wednesday 20 March, "next Wednesday" is the 27th: asked that day what is on, it comes first."""
+    plan, question, others = PLANS[lang]
+    asked = WED_20 + 7 * DAY
+    service = MemoryService(InProcessStore(FakeEmbeddings()), keyword=KeywordIndex(None), clock=FixedClock(asked))
+    service.remember_turn("u", user_text=plan, assistant_text="", thread_id="p", now=WED_20)
+    for n, text in enumerate(others):  # said since, closer to the day asked (the same place, a similar visit)
+        service.remember_turn("u", user_text=text, assistant_text="", thread_id=f"o{n}", now=asked - (n + 3) * DAY)
+    got = service.recall("u", question, options=RecallOptions(k=4, reinforce=False, neighbour_share=0.0))
+    assert got[0].text.removeprefix("user: ") == plan
+    assert got[0].signals["time"] > 0.9  # said a week before: by its own time it would be ~0.1

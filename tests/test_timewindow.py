@@ -374,3 +374,79 @@ def test_lunar_festivals_outside_the_table_are_not_parsed():
     assert parse_time_window("春节", datetime(1999, 12, 1, tzinfo=UTC).timestamp()) is None
     w = parse_time_window("去年春节", datetime(2000, 3, 1, tzinfo=UTC).timestamp())  # 1999's: only the year is known
     assert w is not None and w.expression == "去年" and w.granularity == "year"
+
+
+def week(y, m, d):
+    monday = date(y, m, d)
+    return monday, monday + timedelta(days=7), "week"
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        # what lies ahead (NOW is Thursday 14 March 2024)
+        ("明天我要去北京", day(2024, 3, 15)),
+        ("后天", day(2024, 3, 16)),
+        ("大后天有空吗", day(2024, 3, 17)),
+        ("下周", week(2024, 3, 18)),
+        ("下个星期", week(2024, 3, 18)),
+        ("下下周", week(2024, 3, 25)),
+        ("下周三我要面试", day(2024, 3, 20)),
+        ("下礼拜五", day(2024, 3, 22)),
+        ("这周末", (date(2024, 3, 16), date(2024, 3, 18), "range")),
+        ("下周末", (date(2024, 3, 23), date(2024, 3, 25), "range")),
+        ("下个月", (date(2024, 4, 1), date(2024, 5, 1), "month")),
+        ("下个月5号", day(2024, 4, 5)),
+        ("下个月初", (date(2024, 4, 1), date(2024, 4, 11), "range")),
+        ("明年", (date(2025, 1, 1), date(2026, 1, 1), "year")),
+        ("明年春天", (date(2025, 3, 1), date(2025, 6, 1), "range")),
+        ("三天后我要考试", day(2024, 3, 17)),
+        ("两周后", week(2024, 3, 25)),
+        ("过几天", (date(2024, 3, 15), date(2024, 3, 22), "range")),
+        ("tomorrow night", day(2024, 3, 15)),
+        ("the day after tomorrow", day(2024, 3, 16)),
+        ("next week", week(2024, 3, 18)),
+        ("the week after next", week(2024, 3, 25)),
+        ("next Friday", day(2024, 3, 22)),  # that day of next week, as 下周五
+        ("this coming Friday", day(2024, 3, 15)),
+        ("this weekend", (date(2024, 3, 16), date(2024, 3, 18), "range")),
+        ("next weekend", (date(2024, 3, 23), date(2024, 3, 25), "range")),
+        ("next month", (date(2024, 4, 1), date(2024, 5, 1), "month")),
+        ("next year", (date(2025, 1, 1), date(2026, 1, 1), "year")),
+        ("I'm flying to Paris in two weeks", week(2024, 3, 25)),
+        ("3 days from now", day(2024, 3, 17)),
+        ("next summer", (date(2024, 6, 1), date(2024, 9, 1), "range")),  # the first one after today
+        ("next Christmas", day(2024, 12, 25)),
+        ("next May", (date(2024, 5, 1), date(2024, 6, 1), "month")),
+        # abbreviated weekdays after a word that makes them days
+        ("Last Fri I took my kids to a pottery workshop", day(2024, 3, 8)),
+        ("I joined a new activist group last Tues.", day(2024, 3, 12)),
+        ("on Sat we went hiking", day(2024, 3, 9)),
+        # vague spans behind
+        ("a few years ago", (date(2019, 1, 1), date(2023, 1, 1), "range")),
+        ("Got the tattoo a couple years ago", (date(2019, 1, 1), date(2023, 1, 1), "range")),
+        ("几年前我去过日本", (date(2019, 1, 1), date(2023, 1, 1), "range")),
+        ("several months ago", (date(2023, 9, 1), date(2024, 2, 1), "range")),
+        ("几个月前", (date(2023, 9, 1), date(2024, 2, 1), "range")),
+        ("a while ago", (date(2023, 12, 15), date(2024, 3, 7), "range")),
+        ("前阵子我学会了游泳", (date(2023, 12, 15), date(2024, 3, 7), "range")),
+        ("a decade ago", (date(2014, 1, 1), date(2015, 1, 1), "year")),
+        ("a fortnight ago", week(2024, 2, 26)),
+        ("two months back", (date(2024, 1, 1), date(2024, 2, 1), "month")),
+        # holidays on the n-th weekday of a month, and the Fourth of July
+        ("Thanksgiving", day(2023, 11, 23)),
+        ("母亲节", day(2023, 5, 14)),  # the second Sunday of May 2023 (2024's is still ahead)
+        ("今年父亲节", day(2024, 6, 16)),
+        ("the Fourth of July", day(2023, 7, 4)),
+    ],
+)
+def test_spans_ahead_abbreviated_days_vague_spans_and_more_holidays(query, expected):
+    assert span(query) == expected
+
+
+@pytest.mark.parametrize("query", [
+    "然后天气很好", "以后年纪大了就懂了", "后来三天后他就走了", "I sat down on the bench", "the sun was out",
+    "I ran 20 miles in 3 days", "next to the lake",
+])
+def test_words_that_only_look_like_spans_ahead(query):
+    assert span(query) is None
