@@ -136,6 +136,15 @@ def _slot_id(user_id: str, kind: Kind, key: str) -> str:
     return f"{kind.value[:4]}-{digest}"
 
 
+def _forget_process_caches() -> None:
+    """Empty the process caches that hold recent texts: raw messages (redaction, previews) and decoded rows
+    (cached_records). Erasing a user and deleting a memory both call it: "forget my number" must not leave the
+    number in this process's memory."""
+    forget_remembered()
+    forget_previews()
+    forget_decoded_rows()
+
+
 class MemoryService:
     """Remember and recall for many users over one store and one keyword index."""
 
@@ -600,10 +609,7 @@ class MemoryService:
             if self.journal is not None:
                 self.journal.delete_user(user_id)  # queued turns too: nothing comes back after erasure
             n = self.indexed.delete_user(user_id)
-        # process caches that hold recent texts: raw messages (redaction, previews), decoded rows (cached_records)
-        forget_remembered()
-        forget_previews()
-        forget_decoded_rows()
+        _forget_process_caches()
         return n
 
     def delete(self, user_id: str, ids: Sequence[str]) -> int:
@@ -614,7 +620,10 @@ class MemoryService:
             with self.write_lock:
                 self.journal.done([e.id for e in self.journal.pending(user_id) if wanted & set(record_ids(e.id))])
         owned = [r.id for r in self.store.get(user_id, list(ids))]
-        return self.indexed.delete(user_id, owned)
+        n = self.indexed.delete(user_id, owned)
+        if n:  # the deleted words may still be a key of a process cache (a raw message, a decoded row): as erasure
+            _forget_process_caches()
+        return n
 
     def restore(self, user_id: str, ids: Sequence[str], *, now: float | None = None) -> list[str]:
         """Bring archived records of ``user_id`` back into recall; return the ids restored.

@@ -213,7 +213,7 @@ class MnemeStore(BaseStore):
             previous = self._find(scope, namespace, key)
             if op.value is None:
                 if previous is not None and scope.tenant is not None:
-                    self.service.indexed.delete(scope.tenant, [previous.id])
+                    self.service.delete(scope.tenant, [previous.id])  # as every delete: caches, journal
                 continue
             index = None if op.index is None or op.index is False else list(op.index)
             records.append(new_record(scope, key, op.value, index=index, now=self.service.clock(),

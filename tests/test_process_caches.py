@@ -1,7 +1,8 @@
 """Process caches that remember recent texts: erasure empties them, and no caller shares another's objects.
 
 ``redaction`` remembers recent texts, ``writing.preview_plan`` recent plans (keyed by the raw message) and
-``cached_records`` decoded rows; ``forget_user`` must leave none of the erased user's words in them.
+``cached_records`` decoded rows; ``forget_user`` must leave none of the erased user's words in them, nor
+``delete`` those of a deleted memory.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def _holding(needle: str) -> list[object]:
 
 
 def test_forget_user_leaves_no_raw_message_nor_decoded_record_in_process_caches(tmp_path: Path) -> None:
-    number = "139" + "87654321"  # built at run time, so no code constant holds it
+    number = "139" + str(87654321)  # built at run time, so no code constant holds it
     store = open_chroma_store(data_dir=tmp_path / "chroma", embedder=FakeEmbeddings(32), prefix="t", cache_rows=1000)
     journal = open_journal(tmp_path / "journal")
     service = MemoryService(store, keyword=KeywordIndex(None), clock=FixedClock(1.7e9), journal=journal)
@@ -48,6 +49,25 @@ def test_forget_user_leaves_no_raw_message_nor_decoded_record_in_process_caches(
         assert redaction._remembered.cache_info().currsize == 0
     finally:
         service.close(drain_timeout=0)
+
+
+def test_deleting_one_memory_leaves_its_raw_words_in_no_process_cache(tmp_path: Path) -> None:
+    """"Forget my number": the deleted turn's raw message (the number unredacted) leaves the caches too."""
+    number = "139" + str(12345678)
+    store = open_chroma_store(data_dir=tmp_path / "chroma", embedder=FakeEmbeddings(32), prefix="t", cache_rows=1000)
+    service = MemoryService(store, keyword=KeywordIndex(None), clock=FixedClock(1.7e9))
+    try:
+        report = service.remember_turn("张三", user_text=f"我的手机号是{number}，记一下", assistant_text="好的",
+                                       thread_id="t")
+        assert report.stored and service.recall("张三", "我的手机号")  # rows decoded, cached
+        assert _holding(number)  # the raw message is remembered (the test can fail)
+        assert service.delete("张三", list(report.stored)) == len(report.stored)
+        assert not _holding(number)
+        assert not [p for p in gc.get_objects()
+                    if isinstance(p, cached_records._Prototype) and p.fields["user_id"] == "张三"]
+        assert service.recall("张三", "我的手机号") == []
+    finally:
+        service.close()
 
 
 def test_a_preview_plan_is_the_caller_s_own() -> None:
