@@ -830,12 +830,21 @@ def _zone(tz: str | tzinfo) -> tzinfo:
         raise InvalidInputError(f"unknown time zone {tz!r}: use an IANA name like 'Asia/Shanghai'") from exc
 
 
+_MAY_NAME_TIME = re.compile(
+    r"\d|[年月日号號节旦五清国夜诞除午夕秋前几幾昨今明后过過近周期拜末春夏冬季天]"
+    r"|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|day|night|tonight|morning|afternoon|evening|tomorrow|tmr"
+    r"|week|month|year|decade|fortnight|while|mon|tue|wed|thu|fri|sat|sun|spring|summer|autumn|fall|winter"
+    r"|valentine|halloween|christmas|independence|fourth|thanksgiving|mother|father|lantern|dragon|moon)")
+"""A character or word without which no rule of ``_RULES`` can match (each rule needs one of them): most texts
+that name no time are told so by this one search instead of every rule's (~0.1 ms a text)."""
+
+
 def parse_time_window(query: str, now: float, *, tz: str | tzinfo = "UTC") -> TimeWindow | None:
     """The time span the query names, as ``[start, end)`` POSIX seconds in ``tz``, or None if it names none.
 
     ``now`` anchors relative expressions ("yesterday", "上周"); see the module docstring for conventions.
     """
-    if not query:
+    if not query or _MAY_NAME_TIME.search(query) is None:
         return None
     zone = _zone(tz)
     today = datetime.fromtimestamp(now, zone).date()
