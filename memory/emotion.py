@@ -60,6 +60,13 @@ SELF_JUDGEMENT_ZH = r"自己(?:真|好|太|很|特别|挺)?(?:失败|没用)"
 OVERWHELMED_EN = r"can'?t take (?:it|this) any ?more"
 """A negative cue, and in a gist the effect "feeling overwhelmed" (``gist``)."""
 
+BY_SOMEONE_ZH = (r"被(?:[^，。！？；,.!?\s被]{1,6})?"
+                 r"(?:骂|批评|训斥?|吼|凶|否定|否了|嫌弃|欺负|冤枉|怼|排挤|针对|甩|拒绝|羞辱|指责|辞退|开除|炒鱿鱼)")
+"""被老板骂了一顿, 被同事排挤, 被男朋友甩了: what someone did to the user, a negative cue (``gist`` names the event)."""
+BY_SOMEONE_EN = (r"(?:yelled|shouted|screamed|snapped) at me|(?:got|was|been|get) (?:yelled|shouted|screamed) at"
+                 r"|scolded|chewed out|told off|critici[sz]ed me|bullied|dumped me|got dumped|rejected me")
+""""my boss yelled at me", "got told off", "she dumped me": a negative cue."""
+
 # fmt: off
 # (pattern, weight). Chinese patterns match substrings; a few need guards against common compounds.
 _ZH_NEGATIVE: list[tuple[str, float]] = [
@@ -72,12 +79,15 @@ _ZH_NEGATIVE: list[tuple[str, float]] = [
     (r"委屈", 0.8), (r"担心", 0.6), (r"紧张", 0.6), (r"不安", 0.7), (r"后悔", 0.6),
     (r"压力(?:有点|有些|很|特别|非常|太|好|挺|比较|越来越|山|超级?)?大", 0.9), (r"压力山大", 0.9),
     (r"撑不下去", 1.2), (r"不想活", 1.5), (r"想死", 1.5), (r"自杀", 1.5), (r"活着没意思", 1.5),
-    (r"讨厌", 0.3), (r"糟糕", 0.5), (r"累死", 0.6), (r"吵架", 0.7), (r"被骂", 0.7), (r"生病", 0.5),
+    (r"讨厌", 0.3), (r"糟糕", 0.5), (r"累死", 0.6), (r"吵架", 0.7), (r"生病", 0.5),
     # as people say them in chat: slang and self-judgement
     (r"心态(?:炸|崩)了?", 1.0), (r"(?:有点|有些|好|很|太|又|真的|突然|开始|一直|最近)emo|emo(?:了|中)", 0.9),
     (r"受够了", 0.9), (r"心碎", 1.0), (r"心(?:好|很|太|真)?痛", 1.0), (r"心塞", 0.9), (r"憋屈", 0.9), (r"抓狂", 0.9),
     (r"破防", 0.9), (r"无助", 1.0), (r"自卑", 0.9), (r"想不开", 1.2), (r"生无可恋", 1.2), (r"孤单", 0.9),
     (r"迷茫", 0.7), (r"[好很太真超](?:丧|没用)(?![失事礼葬])", 0.9), (SELF_JUDGEMENT_ZH, 1.0),
+    # tired (mild alone: "好累" is distress, "有点累" not yet), and what others did to the user
+    (r"(?<![积连拖牵])累(?![计积])", 0.5), (r"疲惫|精疲力尽|筋疲力尽|身心俱疲", 0.8),
+    (BY_SOMEONE_ZH, 0.8), (r"挨(?:骂|批|训|打)", 0.8),
 ]
 _ZH_POSITIVE: list[tuple[str, float]] = [
     (r"开心", 0.9), (r"高兴", 0.9), (r"快乐", 0.9), (r"幸福", 1.0), (r"兴奋", 0.8), (r"激动", 0.6),
@@ -101,6 +111,8 @@ _EN_NEGATIVE: list[tuple[str, float]] = [
     (r"fed up", 0.8), (r"(?:feel(?:s|ing)?|felt|i'?m|i am|was) (?:so |really |completely |totally )?crushed", 0.9),
     (r"ashamed", 0.8), (r"disappointed", 0.5), (r"(?:life|it all) sucks", 0.8),
     (r"(?:feel(?:s|ing)?|felt|i'?m|i am) (?:so |really |completely |totally |like )?(?:useless|a failure)", 1.2),
+    (r"tired|drained|worn out", 0.5), (BY_SOMEONE_EN, 0.8),
+    (r"(?:feel(?:s|ing)?|felt) (?:so |very |really )?alone", 0.9),
 ]
 _EN_POSITIVE: list[tuple[str, float]] = [
     (r"happy", 0.9), (r"glad", 0.7), (r"excited", 0.8), (r"great", 0.5), (r"wonderful", 0.8),

@@ -31,12 +31,19 @@ _ZH_TOPICS: list[tuple[str, str]] = [
     (r"房贷|欠债|借钱|工资|钱|负债|还款", "经济"),
     (r"朋友|室友|同学|邻居", "人际关系"),
 ]
+_ZH_PEOPLE = (r"领导|老板|上司|经理|主管|老师|导师|父母|爸妈|爸爸|妈妈|同事|同学|朋友|室友|男朋友|女朋友|男友|女友|对象"
+              r"|老公|老婆|客户|家人|亲戚|邻居")
 _ZH_EVENTS: list[tuple[str, str]] = [
     (r"被(领导|老板|上司|经理|主管)[^，。！？]{0,12}?(?:骂|批评|训|否定|羞辱|指责|说)", "被{0}批评"),
     (r"被(老师|导师|父母|爸妈|爸爸|妈妈|同事)[^，。！？]{0,12}?(?:骂|批评|训|否定|羞辱|指责)", "被{0}批评"),
     (r"(领导|老板|上司|经理|主管|老师|导师|同事)[^，。！？]{0,6}?(?:骂|批评|训|否定|羞辱|指责)我", "被{0}批评"),
-    (r"被裁|裁员|被辞退|被开除|被炒|失业|丢了工作", "失去工作"),
-    (r"分手|失恋|被甩", "分手"),
+    (rf"被({_ZH_PEOPLE})?[^，。！？被]{{0,6}}?(?:骂|批评|训|吼|凶|怼|指责|羞辱|否定|否了)|挨(?:骂|批|训)", "被{0}批评"),
+    (rf"被({_ZH_PEOPLE})?[^，。！？被]{{0,4}}?(?:排挤|孤立|针对)", "被{0}排挤"),
+    (rf"被({_ZH_PEOPLE})?[^，。！？被]{{0,4}}?(?:欺负|嫌弃)", "被{0}欺负"),
+    (rf"被({_ZH_PEOPLE})?[^，。！？被]{{0,4}}?(?:冤枉|误会)", "被{0}冤枉"),
+    (r"被裁|裁员|被辞退|被开除|被炒|炒鱿鱼|失业|丢了工作", "失去工作"),
+    (r"分手|失恋|被\w{0,4}?甩", "分手"),
+    (r"被\w{0,4}?拒绝", "被拒绝"),
     (r"离婚", "离婚"),
     (r"(?:和|跟|与)我?(\w{1,4}?)(?:大?吵架|大?吵了一架|大吵)|吵架|吵了一架", "与{0}争吵"),
     (r"去世|过世|离世", "亲人离世"),
@@ -72,6 +79,10 @@ _EN_TOPICS: list[tuple[str, str]] = [
 _EN_EVENTS: list[tuple[str, str]] = [
     (r"(boss|manager|supervisor|teacher|professor|parents?)\b[^,.!?]{0,40}?\b(?:yelled|shouted|screamed|criticized|"
      r"criticised|scolded|humiliated|blamed|tore|ripped)", "criticism from their {0}"),
+    (r"(?:yelled|shouted|screamed|snapped) at me|(?:got|was|been|get) (?:yelled|shouted|screamed) at|scolded"
+     r"|chewed out|told off|critici[sz]ed me", "being criticised"),
+    (r"bullied", "bullying"),
+    (r"rejected me|got rejected|was rejected", "a rejection"),
     (r"laid off|got fired|was fired|lost my job", "losing their job"),
     (r"broke up|breakup|dumped", "a break-up"),
     (r"divorce", "a divorce"),
@@ -136,13 +147,17 @@ def _all(table: list[tuple[re.Pattern[str], str]], text: str) -> list[str]:
     return list(dict.fromkeys(term for rx, term in table if rx.search(text)))
 
 
+_FEELING_NAMES = {"累": "疲惫", "累死": "疲惫", "tired": "exhausted", "drained": "exhausted", "worn out": "exhausted"}
+"""Cues named as the feeling they are ("好累" is 疲惫, "so tired" exhausted)."""
+
+
 def _feelings(emotion: Emotion, *said: list[tuple[re.Pattern[str], str]], zh: bool) -> list[str]:
     out: list[str] = []
     for cue in emotion.cues:
         cue = _PRESSURE_RE.sub("压力大", cue).strip().lower() if zh else cue.strip().lower()
         if any(rx.search(cue) for table in said for rx, _ in table):
-            continue  # an event or effect (分手, 失眠, "kill myself"): said once, as its term
-        out.append(cue)
+            continue  # an event or effect (分手, 失眠, "kill myself", 被老板骂): said once, as its term
+        out.append(_FEELING_NAMES.get(cue, cue))
     return list(dict.fromkeys(out))[:3]
 
 

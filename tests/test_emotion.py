@@ -24,6 +24,11 @@ from mneme.memory.emotion import detect_emotion
         "心态炸了", "最近有点emo", "我真的受够了", "我被分手了，心好痛", "我觉得自己特别失败", "我好没用",
         "I am gutted", "feeling really down lately", "I can't take it anymore", "I feel worthless",
         "I'm so fed up with my boss", "I feel like a failure", "life sucks right now",
+        # tired, and what someone did to the user
+        "我今天好累，被老板骂了一顿", "我被领导批评了", "被同事排挤了", "我被男朋友甩了", "方案被老板否了",
+        "今天又挨骂了",
+        "身心俱疲", "I'm so tired", "my boss yelled at me", "I got told off", "she dumped me", "I'm being bullied",
+        "I feel so alone",
     ],
 )
 def test_negative_texts(text: str) -> None:
@@ -51,6 +56,9 @@ def test_negative_texts(text: str) -> None:
         "I like emo music", "the demo went well", "这个方法没用", "我去参加了一个丧事", "I am not down with that",
         "I didn't feel down at all", "the app is useless", "a crushed ice drink", "downtown was busy",
         "I was disappointed by the movie",  # mild: one mild word is not distress
+        "今天有点累", "I'm tired", "经验的积累很重要", "累计消费满100元", "被表扬了", "我被录取了",
+        "爬山有点累但是很开心",
+        "the dog was tired after the walk",
     ],
 )
 def test_not_negative(text: str) -> None:

@@ -143,9 +143,16 @@ ISSUE_EN = ("I'm so sad today, my boss yelled at me in front of the whole team, 
          "用户倾诉了烦恼：感到紧张（涉及：忘词、错话、演讲、准备）。"),
         # as people say it in chat: slang and self-judgement
         ("我好没用，方案又被老板否了，什么都做不好，我该怎么办啊",
-         "用户倾诉了烦恼：因工作而情绪低落；自我评价低；想知道该怎么办（涉及：老板、方案）。"),
+         "用户倾诉了烦恼：因工作被老板批评而情绪低落；自我评价低；想知道该怎么办（涉及：方案）。"),
         ("I can't take it anymore, my manager keeps piling deadlines on me",
          "The user confided a worry: feels low about work; feeling overwhelmed (about: manager, piling, deadlines)."),
+        # tired, and what someone did to the user: named, not quoted
+        ("我今天好累，被老板骂了一顿，说我写的代码全是bug", "用户倾诉了烦恼：因工作被老板批评而疲惫（涉及：代码）。"),
+        ("最近老是被同事排挤，每天上班都好难受", "用户倾诉了烦恼：因工作被同事排挤而难受（涉及：上班）。"),
+        ("I'm so tired, my boss yelled at me in front of everyone",
+         "The user confided a worry: feels exhausted about criticism from their boss (work) (about: everyone)."),
+        ("I got told off at work and I feel awful",
+         "The user confided a worry: feels awful about being criticised (work)."),
     ],
 )
 def test_a_negative_exchange_leaves_its_gist_and_none_of_its_clauses(message: str, expected: str) -> None:
