@@ -256,6 +256,10 @@ _ZH_PETS = "猫|狗|猫咪|狗狗|小猫|小狗|兔子|仓鼠|鹦鹉|宠物"
 _EN_PARTNERS = "wife|husband|partner|girlfriend|boyfriend|fiancée?"
 _EN_FAMILY = "son|daughter|kid|baby|mom|mum|mother|dad|father|brother|sister|grandma|grandpa"
 _EN_PETS = "cat|dog|puppy|kitten|rabbit|bunny|hamster|parrot|pet"
+_ZH_PET_NOUN = rf"[\u4e00-\u9fff]{{0,2}}?(?:{_ZH_PETS})"
+"""A pet with a word before it: 橘猫, 小白兔子, 金毛狗 (each its own key: a user may have two cats)."""
+_EN_PET_NOUN = rf"(?:[a-z]+ )?(?:{_EN_PETS})"
+"""A pet with a word before it: "ginger cat", "rescue dog"."""
 
 
 def _zh_did_job(m: re.Match[str]) -> Extracted | None:
@@ -265,11 +269,11 @@ def _zh_did_job(m: re.Match[str]) -> Extracted | None:
 
 def _named(relation: str, name: str, *, zh: bool) -> Extracted | None:
     """A partner's, a family member's or a pet's name ("我女儿叫小美", "my dog is called Max")."""
-    rel = relation.lower()
+    rel = relation.lower() if zh else re.sub(r"^(?:new|little|old|baby|cute|sweet) ", "", relation.lower())
     name = _clean_zh(name, _ZH_NAME_STOP, max_len=6) if zh else _clean_en(name, max_words=2)
     if not name or len(name) < 2 and not re.match(r"^[A-Za-z]", name):
         return None
-    pets, partners = (_ZH_PETS, _ZH_PARTNERS) if zh else (_EN_PETS, _EN_PARTNERS)
+    pets, partners = (_ZH_PET_NOUN, _ZH_PARTNERS) if zh else (_EN_PET_NOUN, _EN_PARTNERS)
     if re.fullmatch(pets, rel):
         key = f"pet:{rel}"
     elif re.fullmatch(partners, rel):
@@ -452,9 +456,11 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     (re.compile(rf"我(?:现在|目前)?{_ZH_IS}(?P<v>{_ZH_JOB_TITLE})"), _zh_job),
     (re.compile(rf"我(?:现在|目前)?是做(?P<v>{_ZH_VALUE}{{1,10}}?)的"), _zh_did_job),
     (re.compile(rf"我的?老家(?:是|在)(?P<v>[^{_ZH_BREAK}的]{{1,12}}?)(?:的|人)?(?=[{_ZH_BREAK}]|$)"), _zh_hometown),
-    (re.compile(rf"我的?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|{_ZH_PETS})(?:的名字)?(?:叫|名叫|是叫|名字是)(?P<v>{_ZH_VALUE}{{1,8}})"),
+    (re.compile(rf"我(?:的|家的?|家里的?)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|{_ZH_PETS})(?:的名字)?"
+                rf"(?:叫|名叫|是叫|名字是)(?P<v>{_ZH_VALUE}{{1,8}})"),
      lambda m: _named(m["r"], m["v"], zh=True)),
-    (re.compile(rf"我养了(?:一|两|几)?[只条个]?(?P<r>{_ZH_PETS})[，,]?(?:它)?(?:叫|名叫)(?P<v>{_ZH_VALUE}{{1,8}})"),
+    (re.compile(rf"我(?:家)?养了(?:一|两|几)?[只条个]?(?P<r>{_ZH_PET_NOUN})[，,]?(?:它)?(?:叫|名叫|名字叫)"
+                rf"(?P<v>{_ZH_VALUE}{{1,8}})"),
      lambda m: _named(m["r"], m["v"], zh=True)),
     (re.compile(rf"我{_ZH_ADV}对(?P<v>{_ZH_VALUE}{{1,12}}?)过敏"), lambda m: _allergy(m, zh=True)),
     (re.compile(r"我(?:一直|现在|从小)?(?:吃素|是素食(?:者|主义者)?)"), lambda m: _diet("吃素", "用户吃素")),
@@ -541,8 +547,14 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         _en_birthday,
     ),
     (
-        re.compile(rf"(?i:\bmy (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}|{_EN_PETS})(?:'s name is| is called| is named))"
+        re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}|{_EN_PETS})"
+                   r"(?:'s name is| is called| is named))"
                    r"\s+(?P<v>[A-Z][A-Za-z'\-]*(?:\s+[A-Z][A-Za-z'\-]*)?)"),
+        lambda m: _named(m["r"], m["v"], zh=False),
+    ),
+    (  # "I have a cat named Luna", "we adopted a rescue dog called Max"
+        re.compile(rf"(?i:\b(?:i|we) (?:have|had|got|adopted|own|rescued)(?: a| an| one)? (?P<r>{_EN_PET_NOUN})"
+                   r"(?: named| called))\s+(?P<v>[A-Z][A-Za-z'\-]*(?:\s+[A-Z][A-Za-z'\-]*)?)"),
         lambda m: _named(m["r"], m["v"], zh=False),
     ),
     (

@@ -282,6 +282,11 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         ("我养了一只猫叫咪咪", {"pet:猫": "咪咪"}), ("my wife's name is Anna", {"partner": "Anna"}),
         ("my dog is called Max", {"pet:dog": "Max"}),
         ("My daughter is named Lily Chen", {"family:daughter": "Lily Chen"}),
+        ("我养了一只橘猫叫大橘", {"pet:橘猫": "大橘"}), ("我家的狗叫旺财", {"pet:狗": "旺财"}),
+        ("我家养了一条金毛狗，名字叫豆豆", {"pet:金毛狗": "豆豆"}), ("I have a cat named Luna", {"pet:cat": "Luna"}),
+        ("We adopted a rescue dog called Max", {"pet:rescue dog": "Max"}),
+        ("our cat is called Tom", {"pet:cat": "Tom"}),
+        ("I got a new puppy named Biscuit", {"pet:puppy": "Biscuit"}), ("I have a friend named Bob", {}),
         # health and diet: what an assistant must not get wrong
         ("我对花生过敏", {"allergy:花生": "花生"}), ("I'm allergic to peanuts", {"allergy:peanuts": "peanuts"}),
         ("我吃素", {"diet": "吃素"}), ("I'm a vegetarian", {"diet": "vegetarian"}), ("I am vegan", {"diet": "vegan"}),
