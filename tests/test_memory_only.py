@@ -67,6 +67,20 @@ def test_an_item_below_the_relevance_floor_is_not_listed() -> None:
     assert "披萨" not in answer and "我记得" not in answer and MEMORY_ONLY_ZH["nothing"] in answer
 
 
+@pytest.mark.parametrize(("message", "about", "other"), [
+    ("我下周三要去北京出差", "user: 上次去北京出差住在国贸附近", "user: 我叫李雷，住在杭州，是一名程序员"),
+    ("I'm flying to Berlin next Wednesday", "user: Last time in Berlin I stayed near Mitte",
+     "user: My name is Lee, I live in Hangzhou and I'm a programmer"),
+])
+def test_a_statement_lists_only_memories_about_the_same_thing(message: str, about: str, other: str) -> None:
+    items = [{"id": f"ep-{n}", "kind": "episodic", "text": text, "score": 0.5, "source": "memory",
+              "created_at": 1.7e9, "signals": {"dense": 0.4, "relevant": 1.0}} for n, text in enumerate([other, about])]
+    answer = _reply(message, items)
+    assert about.removeprefix("user: ") in answer and other.removeprefix("user: ") not in answer
+    question = "我上次去北京住在哪里？" if "北京" in message else "Where did I stay in Berlin last time?"
+    assert other.removeprefix("user: ") in _reply(question, items)  # a question lists every relevant item
+
+
 @pytest.fixture(scope="module")
 def m3_service() -> MemoryService:
     from mneme.embeddings import load_embedder
