@@ -267,14 +267,14 @@ def _zh_did_job(m: re.Match[str]) -> Extracted | None:
     return _fact("job", v, f"用户是做{v}的")
 
 
-def _named(relation: str, name: str, *, zh: bool) -> Extracted | None:
+def _named(relation: str, name: str, *, zh: bool, pet: bool = False) -> Extracted | None:
     """A partner's, a family member's or a pet's name ("我女儿叫小美", "my dog is called Max")."""
     rel = relation.lower() if zh else re.sub(r"^(?:new|little|old|baby|cute|sweet) ", "", relation.lower())
     name = _clean_zh(name, _ZH_NAME_STOP, max_len=6) if zh else _clean_en(name, max_words=2)
     if not name or len(name) < 2 and not re.match(r"^[A-Za-z]", name):
         return None
     pets, partners = (_ZH_PET_NOUN, _ZH_PARTNERS) if zh else (_EN_PET_NOUN, _EN_PARTNERS)
-    if re.fullmatch(pets, rel):
+    if pet or re.fullmatch(pets, rel):
         key = f"pet:{rel}"
     elif re.fullmatch(partners, rel):
         key = "partner"
@@ -462,6 +462,13 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     (re.compile(rf"我(?:家)?养了(?:一|两|几)?[只条个]?(?P<r>{_ZH_PET_NOUN})[，,]?(?:它)?(?:叫|名叫|名字叫)"
                 rf"(?P<v>{_ZH_VALUE}{{1,8}})"),
      lambda m: _named(m["r"], m["v"], zh=True)),
+    # an animal by its classifier (只/条), whatever the breed: 我养了一只柯基叫年糕, 我养了一只叫年糕的柯基
+    (re.compile(rf"我(?:家)?养了(?:一|两|几)?[只条](?P<r>[\u4e00-\u9fff]{{1,4}}?)[，,]?(?:它)?(?:叫|名叫|名字叫)"
+                rf"(?P<v>{_ZH_VALUE}{{1,8}})"),
+     lambda m: _named(m["r"], m["v"], zh=True, pet=True)),
+    (re.compile(r"我(?:家)?养了(?:一|两|几)?[只条]叫(?P<v>[\u4e00-\u9fffA-Za-z]{1,6}?)的(?P<r>[\u4e00-\u9fff]{1,4})"
+                rf"(?=[{_ZH_BREAK}]|$)"),
+     lambda m: _named(m["r"], m["v"], zh=True, pet=True)),
     (re.compile(rf"我{_ZH_ADV}对(?P<v>{_ZH_VALUE}{{1,12}}?)过敏"), lambda m: _allergy(m, zh=True)),
     (re.compile(r"我(?:一直|现在|从小)?(?:吃素|是素食(?:者|主义者)?)"), lambda m: _diet("吃素", "用户吃素")),
     (re.compile(rf"我{_ZH_ADV}(?:从来)?不吃(?P<v>{_ZH_VALUE}{{1,10}})"), _zh_not_eat),

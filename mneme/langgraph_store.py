@@ -213,7 +213,10 @@ class MnemeStore(BaseStore):
             previous = self._find(scope, namespace, key)
             if op.value is None:
                 if previous is not None and scope.tenant is not None:
-                    self.service.delete(scope.tenant, [previous.id])  # as every delete: caches, journal
+                    if scope.tenant == SHARED_TENANT:  # an admin's shared document: not a user's record
+                        self.service.indexed.delete(scope.tenant, [previous.id])
+                    else:  # as every delete of a user's record: queued turn, process caches
+                        self.service.delete(scope.tenant, [previous.id])
                 continue
             index = None if op.index is None or op.index is False else list(op.index)
             records.append(new_record(scope, key, op.value, index=index, now=self.service.clock(),
