@@ -61,10 +61,13 @@ OVERWHELMED_EN = r"can'?t take (?:it|this) any ?more"
 """A negative cue, and in a gist the effect "feeling overwhelmed" (``gist``)."""
 
 BY_SOMEONE_ZH = (r"被(?:[^，。！？；,.!?\s被]{1,6})?"
-                 r"(?:骂|批评|训斥?|吼|凶|否定|否了|嫌弃|欺负|冤枉|怼|排挤|针对|甩|拒绝|羞辱|指责|辞退|开除|炒鱿鱼)")
+                 r"(?:骂|批评|训(?!练)|吼|凶(?![手杀案器])|否定|否了|嫌弃|欺负|冤枉|怼|排挤|针对|甩|拒绝|羞辱|指责|辞退"
+                 r"|开除|炒鱿鱼)")
 """被老板骂了一顿, 被同事排挤, 被男朋友甩了: what someone did to the user, a negative cue (``gist`` names the event)."""
 BY_SOMEONE_EN = (r"(?:yelled|shouted|screamed|snapped) at me|(?:got|was|been|get) (?:yelled|shouted|screamed) at"
-                 r"|scolded|chewed out|told off|critici[sz]ed me|bullied|dumped me|got dumped|rejected me")
+                 r"|scolded me|chewed me out|told me off"
+                 r"|(?:got|was|been|being|get) (?:scolded|chewed out|told off|bullied)"
+                 r"|critici[sz]ed me|bull(?:ied|ying) me|dumped me|got dumped|rejected me")
 """"my boss yelled at me", "got told off", "she dumped me": a negative cue."""
 
 # fmt: off
@@ -86,7 +89,7 @@ _ZH_NEGATIVE: list[tuple[str, float]] = [
     (r"破防", 0.9), (r"无助", 1.0), (r"自卑", 0.9), (r"想不开", 1.2), (r"生无可恋", 1.2), (r"孤单", 0.9),
     (r"迷茫", 0.7), (r"[好很太真超](?:丧|没用)(?![失事礼葬])", 0.9), (SELF_JUDGEMENT_ZH, 1.0),
     # tired (mild alone: "好累" is distress, "有点累" not yet), and what others did to the user
-    (r"(?<![积连拖牵])累(?![计积])", 0.5), (r"疲惫|精疲力尽|筋疲力尽|身心俱疲", 0.8),
+    (r"(?<![积连拖牵累])累(?![计积累])", 0.5), (r"疲惫|精疲力尽|筋疲力尽|身心俱疲", 0.8),
     (BY_SOMEONE_ZH, 0.8), (r"挨(?:骂|批|训|打)", 0.8),
 ]
 _ZH_POSITIVE: list[tuple[str, float]] = [

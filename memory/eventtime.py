@@ -75,7 +75,8 @@ def _span(text: str, said_at: float, named: list[bool] | None = None) -> tuple[f
 
 
 _BARE_WEEKDAY = re.compile(
-    r"(?i)(?:on\s+)?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|(?:周|星期|礼拜)[一二三四五六日天]")
+    r"(?i)(?:on\s+)?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)"
+    r"\.?|(?:周|星期|礼拜)[一二三四五六日天]")
 
 
 def _ahead(text: str, said_at: float, window: TimeWindow) -> TimeWindow:

@@ -270,6 +270,8 @@ def _zh_did_job(m: re.Match[str]) -> Extracted | None:
 def _named(relation: str, name: str, *, zh: bool, pet: bool = False) -> Extracted | None:
     """A partner's, a family member's or a pet's name ("我女儿叫小美", "my dog is called Max")."""
     rel = relation.lower() if zh else re.sub(r"^(?:new|little|old|baby|cute|sweet) ", "", relation.lower())
+    if zh and re.match(r"[得声个了着起]", name):  # 我家的狗叫得很凶, 猫叫个不停: 叫 is the sound, not a name
+        return None
     name = _clean_zh(name, _ZH_NAME_STOP, max_len=6) if zh else _clean_en(name, max_words=2)
     if not name or len(name) < 2 and not re.match(r"^[A-Za-z]", name):
         return None

@@ -37,7 +37,8 @@ _ZH_EVENTS: list[tuple[str, str]] = [
     (r"被(领导|老板|上司|经理|主管)[^，。！？]{0,12}?(?:骂|批评|训|否定|羞辱|指责|说)", "被{0}批评"),
     (r"被(老师|导师|父母|爸妈|爸爸|妈妈|同事)[^，。！？]{0,12}?(?:骂|批评|训|否定|羞辱|指责)", "被{0}批评"),
     (r"(领导|老板|上司|经理|主管|老师|导师|同事)[^，。！？]{0,6}?(?:骂|批评|训|否定|羞辱|指责)我", "被{0}批评"),
-    (rf"被({_ZH_PEOPLE})?[^，。！？被]{{0,6}}?(?:骂|批评|训|吼|凶|怼|指责|羞辱|否定|否了)|挨(?:骂|批|训)", "被{0}批评"),
+    (rf"被({_ZH_PEOPLE})?[^，。！？被]{{0,6}}?(?:骂|批评|训(?!练)|吼|凶(?![手杀案器])|怼|指责|羞辱|否定|否了)|挨(?:骂|批|训)",
+     "被{0}批评"),
     (rf"被({_ZH_PEOPLE})?[^，。！？被]{{0,4}}?(?:排挤|孤立|针对)", "被{0}排挤"),
     (rf"被({_ZH_PEOPLE})?[^，。！？被]{{0,4}}?(?:欺负|嫌弃)", "被{0}欺负"),
     (rf"被({_ZH_PEOPLE})?[^，。！？被]{{0,4}}?(?:冤枉|误会)", "被{0}冤枉"),
@@ -79,9 +80,10 @@ _EN_TOPICS: list[tuple[str, str]] = [
 _EN_EVENTS: list[tuple[str, str]] = [
     (r"(boss|manager|supervisor|teacher|professor|parents?)\b[^,.!?]{0,40}?\b(?:yelled|shouted|screamed|criticized|"
      r"criticised|scolded|humiliated|blamed|tore|ripped)", "criticism from their {0}"),
-    (r"(?:yelled|shouted|screamed|snapped) at me|(?:got|was|been|get) (?:yelled|shouted|screamed) at|scolded"
-     r"|chewed out|told off|critici[sz]ed me", "being criticised"),
-    (r"bullied", "bullying"),
+    (r"(?:yelled|shouted|screamed|snapped) at me|(?:got|was|been|get) (?:yelled|shouted|screamed) at|scolded me"
+     r"|chewed me out|told me off|(?:got|was|been|being|get) (?:scolded|chewed out|told off)|critici[sz]ed me",
+     "being criticised"),
+    (r"(?:got|was|been|being|get) bullied|bull(?:ied|ying) me", "bullying"),
     (r"rejected me|got rejected|was rejected", "a rejection"),
     (r"laid off|got fired|was fired|lost my job", "losing their job"),
     (r"broke up|breakup|dumped", "a break-up"),
@@ -157,7 +159,7 @@ def _feelings(emotion: Emotion, *said: list[tuple[re.Pattern[str], str]], zh: bo
         cue = _PRESSURE_RE.sub("压力大", cue).strip().lower() if zh else cue.strip().lower()
         if any(rx.search(cue) for table in said for rx, _ in table):
             continue  # an event or effect (分手, 失眠, "kill myself", 被老板骂): said once, as its term
-        out.append(_FEELING_NAMES.get(cue, cue))
+        out.append("孤独" if zh and "alone" in cue else "lonely" if "alone" in cue else _FEELING_NAMES.get(cue, cue))
     return list(dict.fromkeys(out))[:3]
 
 

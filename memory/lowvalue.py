@@ -127,6 +127,13 @@ _EN_QUESTION = re.compile(
     re.IGNORECASE,
 )
 _EN_NOT_ASKING = re.compile(r"^\s*(?:how|what|when|where|why)\s+(?:i|we)\b", re.IGNORECASE)  # "How I met her…"
+# Asking to recall is asking, though it is not phrased as a question: "Tell me what you remember about me",
+# "回忆一下我的工作" ("Remind me to …" / 提醒我明天… set a reminder: a plan, kept)
+_RECALL_REQUEST = re.compile(
+    r"^\s*(?:please\s+|(?:can|could|would) you\s+)?"
+    r"(?:tell me(?! about it\b)|remind me(?! to)|list|show me|recall|summari[sz]e)\b"
+    r"|^\s*(?:请|麻烦你?)?(?:告诉我|列出|列一下|回忆一下|帮我回忆|帮我想想|总结一下|说说你(?:记得|知道))",
+    re.IGNORECASE)
 
 
 def is_question(sentence: str) -> bool:
@@ -135,12 +142,13 @@ def is_question(sentence: str) -> bool:
     Chinese: a final 吗, an interrogative word used to ask (什么, 啥, 哪里, 哪, 谁, 几个, 多少, 怎么 …; not
     这几天, 没什么, 没啥, 哪怕, 不怎么, 多少有点), or a final 呢 with one of those (or in a short "你呢"), unless
     the sentence states not knowing ("我不知道他住在哪里"). English: it opens with a wh-word or an auxiliary verb
-    ("Will" and "May" as names, "How I met her" do not ask).
+    ("Will" and "May" as names, "How I met her" do not ask). Both: a request to recall ("Tell me what you remember
+    about me", "回忆一下我的工作"; not "Remind me to …", a reminder).
     """
     text = unicodedata.normalize("NFKC", sentence or "").strip()
     if not text:
         return False
-    if text.endswith("?"):
+    if text.endswith("?") or _RECALL_REQUEST.match(text):
         return True
     if _EN_QUESTION.match(text):
         return not _EN_NOT_ASKING.match(text)

@@ -615,13 +615,15 @@ class MemoryService:
     def delete(self, user_id: str, ids: Sequence[str]) -> int:
         """Delete these records of ``user_id`` (never another user's); return how many were deleted."""
         user_id = validate_tenant(user_id)
+        queued: list[str] = []
         if self.journal is not None:  # a recalled memory may still be a queued turn: drop the turn
             wanted = set(ids)
             with self.write_lock:
-                self.journal.done([e.id for e in self.journal.pending(user_id) if wanted & set(record_ids(e.id))])
+                queued = [e.id for e in self.journal.pending(user_id) if wanted & set(record_ids(e.id))]
+                self.journal.done(queued)
         owned = [r.id for r in self.store.get(user_id, list(ids))]
         n = self.indexed.delete(user_id, owned)
-        if n:  # the deleted words may still be a key of a process cache (a raw message, a decoded row): as erasure
+        if n or queued:  # the deleted words may still be a key of a process cache (a raw message, a decoded row)
             _forget_process_caches()
         return n
 

@@ -176,7 +176,7 @@ def _recent_weekday(today: date, weekday: int, *, strictly_before: bool) -> Span
 def _ago(today: date, n: int, unit: str) -> Span | None:
     """The day, or the calendar week / month / year, holding the day ``n`` units before today (after it for a
     negative ``n``: 三天后, "in two weeks")."""
-    if not -5000 <= n <= 5000:
+    if not -5000 <= n <= 5000 or not 1 <= today.year - n <= 9998:  # "2500 years ago" names no calendar year
         return None
     if unit.startswith(("day", "天")):
         return _day(today - timedelta(days=n))
@@ -234,6 +234,8 @@ _EN_N = (
     r"|eleven|twelve))"
 )
 _WEEK_ZH = r"(?:周|星期|个星期|礼拜|个礼拜)"
+_XIA = "(?<![一楼线乡地以天底私眼当剩留放坐写记拿停躺趴蹲按落])下"
+"""下 of "next" (下周, 下个月, 下周三): not the 下 that ends another word (看一下, 楼下, 线下, 记下, 剩下)."""
 
 Handler = Callable[[re.Match[str], date], Span | None]
 
@@ -335,15 +337,34 @@ def _en_ago(m: re.Match[str], today: date) -> Span | None:
 
 _EN_AHEAD = re.compile(
     r"(?i)\b(?:will|shall|going\s+to|gonna|plan(?:s|ning)?|hope|want|about\s+to|scheduled|due|can['\u2019]?t\s+wait)\b"
-    r"|['\u2019]ll\b|\b(?:i['\u2019]m|am|are|is|we['\u2019]re|you['\u2019]re)\s+\w+ing\b|\bfrom\s+now\b|\?")
+    r"|['\u2019]ll\b|\b(?:i['\u2019]m|am|are|is|we['\u2019]re|you['\u2019]re)\s+\w+ing\b|\bfrom\s+now\b")
 """Words that put "in two weeks" ahead; without them it is a duration ("I ran 20 miles in 3 days")."""
-_ZH_AHEAD = re.compile(r"要|会|打算|准备|计划|将|想|得|就是|就到|[?？吗]")
-_ZH_DONE = re.compile(r"了|过")
+_EN_PAST = re.compile(r"(?i)\b(?:did|was|were|had)\b")
+_ZH_AHEAD = re.compile(
+    r"(?<![重需主只不])要(?![求紧])|(?<![不])会(?![议计员场面话])|将(?:要|会)?|打算|准备|计划|就是|就到")
+_ZH_DONE = re.compile(r"了|过(?![年节来去])")
+_ZH_SENTENCE = re.compile(r"[^。！？!?\n]*")
+
+
+def _en_ahead(text: str) -> bool:
+    """Whether "in N days" in ``text`` lies ahead: a word that says so, or a question not about the past ("What am
+    I doing in two weeks?", not "How far did I run in 3 days?")."""
+    return _EN_AHEAD.search(text) is not None or ("?" in text and _EN_PAST.search(text) is None)
+
+
+def _zh_ahead(m: re.Match[str]) -> bool:
+    """Whether N天后 at ``m`` lies ahead: its sentence says nothing is done (了 / 过), or says 要 / 会 / 打算 …
+    before it does ("三天后我要考试了"; not "三天后他就走了", "毕业三年后，我找到了一份重要的工作",
+    "两周后我们在会议上见了面")."""
+    rest = _ZH_SENTENCE.match(m.string, m.end())
+    sentence = rest.group() if rest else ""
+    done, ahead = _ZH_DONE.search(sentence), _ZH_AHEAD.search(sentence)
+    return done is None or (ahead is not None and ahead.start() < done.start())
 
 
 def _en_later(m: re.Match[str], today: date) -> Span | None:
     """"in two weeks" (said of what lies ahead), "3 days from now": as "ago", the other way."""
-    if _EN_AHEAD.search(m.string) is None:
+    if not _en_ahead(m.string):
         return None
     return _ago(today, -_en_n(m), m.group("u").lower())
 
@@ -351,11 +372,20 @@ def _en_later(m: re.Match[str], today: date) -> Span | None:
 def _zh_later(m: re.Match[str], today: date) -> Span | None:
     """三天后 / 两周以后 / 一个月后, said of what lies ahead: as 前, the other way. Told of what is done ("三天后他就
     走了": three days after something else) they are not dates."""
-    rest = m.string[m.end():]
-    if _ZH_DONE.search(rest) is not None and _ZH_AHEAD.search(rest) is None:
+    if not _zh_ahead(m):
         return None
     n = _int(m, "n")
     return None if n is None else _ago(today, -n, m.group("u"))
+
+
+def _zh_few_days_later(m: re.Match[str], today: date) -> Span | None:
+    """几天后, said of what lies ahead (not "吵了一架，几天后就和好了"); 过几天 always looks ahead."""
+    return _few_days_ahead(today) if m.group().startswith(("过", "再")) or _zh_ahead(m) else None
+
+
+def _en_few_days_later(m: re.Match[str], today: date) -> Span | None:
+    """"in a few days", said of what lies ahead (not "I finished the book in a few days")."""
+    return _few_days_ahead(today) if _en_ahead(m.string) else None
 
 
 def _en_next_month(m: re.Match[str], today: date) -> Span | None:
@@ -662,11 +692,11 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         # 4月27 (no 日/号), 27号, 上个月27号, 5月初 / 下旬 / 底, 月底, 五一, 国庆, 去年圣诞节.
         (rf"(?<![\d年第])(?P<m>{_N})\s*月\s*(?P<d>{_N})(?![\d一二三四五六七八九十日号號天个個次人岁歲年周只位本])",
          _zh_md),
-        (rf"(?P<rel>上上个?月|上个?月|上個月|这个?月|這個?月|本月|下个?月|下個月)\s*的?(?P<d>{_N})\s*[号號日]",
+        (rf"(?P<rel>上上个?月|上个?月|上個月|这个?月|這個?月|本月|{_XIA}个?月|{_XIA}個月)\s*的?(?P<d>{_N})\s*[号號日]",
          _zh_day),
         (rf"(?<![\d月第个個几每上下这本前后號号])(?P<rel>)(?P<d>{_N})\s*[号號](?![码碼线線楼樓房门門车車位床])",
          _zh_day),
-        (rf"(?:(?<![\d年第])(?P<m>{_N})\s*月份?|(?P<rel>上上个?月|上个?月|上個月|这个?月|這個?月|本月|下个?月|下個月|月))"
+        (rf"(?:(?<![\d年第])(?P<m>{_N})\s*月份?|(?P<rel>上上个?月|上个?月|上個月|这个?月|這個?月|本月|{_XIA}个?月|{_XIA}個月|月))"
          r"\s*的?(?P<part>初|上旬|中旬|下旬|底|末)", _zh_month_part),
         (r"(?P<rel>去年|前年|今年|明年)?的?(?P<h>元旦|情人节|妇女节|(?<![一二三四五六七八九十])五一(?![一二三四五六七八九十])"
          r"|劳动节|儿童节|清明(?=节|假|期间|那)|国庆(?=节|假|长假|期间|那)|万圣节|平安夜|圣诞)", _holiday),
@@ -683,38 +713,41 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         (r"昨天|昨日|昨晚|昨儿", _days_back(1)),
         (r"今天|今日|今早|今晚|今儿", _days_back(0)),
         (r"明天|明日|明早|明晚|明儿", _days_back(-1)),
-        (r"(?<![然之以最落背前先])后天(?![气生性])", _days_back(-2)),
+        # 后天 only on its own or after a word that can precede a day (我后天…, 在后天): not 饭后天天, 雨后天晴
+        (r"(?:(?<![\u4e00-\u9fff])|(?<=[在到是等了我他她们你就也还要会说约和或跟]))后天(?![天气生性色晴])",
+         _days_back(-2)),
         (r"大后天", _days_back(-3)),
-        (r"过几天|过两天|再过几天|几天(?:以)?后", _fixed(_few_days_ahead)),
+        (r"过几天|过两天|再过几天|几天(?:以)?后", _zh_few_days_later),
         (rf"(?P<n>{_N})\s*(?P<u>天|周|个星期|個星期|星期|个礼拜|礼拜|个月|個月|年)\s*(?:以)?后(?![来面])", _zh_later),
         (rf"(?P<n>{_N})\s*(?P<u>天|周|个星期|個星期|星期|个礼拜|礼拜|个月|個月|年)\s*(?:以)?前", _zh_ago),
         (r"几天前|前几天|這幾天前", _fixed(_few_days)),
         (r"几(?:周|个星期|个礼拜)(?:以)?前|前几(?:周|个星期)", _fixed(_few_weeks)),
         (r"半个月(?:以)?前", lambda m, t: _week(t - timedelta(days=15))),
         (rf"(?:最近|过去|過去|近)\s*(?P<n>{_N})\s*(?P<u>天|周|个星期|個星期|星期|个月|個月)", _zh_rolling),
-        (rf"(?P<rel>上上|上|下下|下|这|這|本)?个?{_WEEK_ZH}(?P<wd>[一二三四五六日天])", _zh_weekday),
+        (rf"(?P<rel>上上|上|{_XIA}下|{_XIA}|这|這|本)?个?{_WEEK_ZH}(?P<wd>[一二三四五六日天])", _zh_weekday),
         (rf"(?P<n>{_N})\s*个?周末(?:以)?前", _zh_weekends_ago),
         (r"上上周末|上上个?周末", _weekend(2)),
         (r"上周末|上个?周末", _weekend(1)),
         (r"这周末|這周末|这个周末|本周末", _weekend(0)),
-        (r"下周末|下个?周末", _weekend(-1)),
-        (r"下下周|下下个?(?:星期|礼拜)", _weeks_back(-2)),
-        (r"下周|下个?(?:星期|礼拜)", _weeks_back(-1)),
+        (rf"{_XIA}周末|{_XIA}个?周末", _weekend(-1)),
+        (rf"{_XIA}下周|{_XIA}下个?(?:星期|礼拜)", _weeks_back(-2)),
+        (rf"{_XIA}周|{_XIA}个?(?:星期|礼拜)", _weeks_back(-1)),
         (r"上上周|上上个?(?:星期|礼拜)", _weeks_back(2)),
         (r"上周|上个?(?:星期|礼拜)", _weeks_back(1)),
         (r"这周|這周|本周|这个?(?:星期|礼拜)", _weeks_back(0)),
         (r"上上个月", _months_back(2)),
         (r"上个月|上月|上個月", _months_back(1)),
         (r"这个月|本月|这月|這個月", _months_back(0)),
-        (r"下下个月", _months_back(-2)),
-        (r"下个月|下月|下個月", _months_back(-1)),
+        (rf"{_XIA}下个月", _months_back(-2)),
+        (rf"{_XIA}个月|{_XIA}月|{_XIA}個月", _months_back(-1)),
         (r"(?P<rel>去年|前年|今年|明年)?的?(?P<s>[春夏秋冬])(?:天|季)", _season),
         (r"大前年", _years_back(3)),
         (r"前年", _years_back(2)),
         (r"去年", _years_back(1)),
         (r"今年", _years_back(0)),
         (r"明年", _years_back(-1)),
-        (r"(?<![以之然最前落])后年", _years_back(-2)),
+        (r"(?:(?<![\u4e00-\u9fff])|(?<=[在到是等了我他她们你就也还要会说约和或跟]))后年(?![薪终底初中纪龄级])",
+         _years_back(-2)),
         # English dates.
         (r"\b(?P<y>(?:19|20)\d{2})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})\b", _en_ymd),
         (r"(?<![\d/.])(?P<m>\d{1,2})/(?P<d>\d{1,2})(?:/(?P<y>\d{4}|\d{2}))?(?![\d/])", _en_us),
@@ -741,7 +774,7 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         (r"(?i)\btomorrow\b|\btmr\b", _days_back(-1)),
         (rf"\b(?i:in)\s+{_EN_N}\s+(?P<u>(?i:days?|weeks?|months?|years?))(?:['\u2019]?\s+(?i:time))?\b", _en_later),
         (rf"\b{_EN_N}\s+(?P<u>(?i:days?|weeks?|months?|years?))\s+(?i:from\s+now)\b", _en_later),
-        (r"(?i)\bin\s+a\s+(?:few|couple\s+of)\s+days\b", _fixed(_few_days_ahead)),
+        (r"(?i)\bin\s+a\s+(?:few|couple\s+of)\s+days\b", _en_few_days_later),
         (r"(?i)\ba\s+decade\s+ago\b", _years_back(10)),
         (r"(?i)\ba\s+fortnight\s+ago\b", _weeks_back(2)),
         (r"(?i)\b(?:a\s+)?(?:few|several|couple\s+of|couple)\s+months\s+(?:ago|back)\b", _fixed(_few_months_ago)),
@@ -757,7 +790,8 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
             _en_weekday,
         ),
         # abbreviations only after a word that makes them a day: "last Fri", "on Sat" (not "I sat", "the sun")
-        (r"(?i)\b(?P<rel>last|this|on|past|next)\s+(?P<wd>mon|tues?|wed|thu|thurs?|fri|sat|sun)\b\.?", _en_weekday),
+        (r"(?i)\b(?P<rel>last|this|past|next)\s+(?P<wd>mon|tues?|wed|thu|thurs?|fri|sat|sun)\b\.?", _en_weekday),
+        (r"\b(?P<rel>[Oo]n)\s+(?P<wd>Mon|Tues?|Wed|Thu|Thurs?|Fri|Sat|Sun)\b\.?", _en_weekday),  # not "on sun"
         (r"(?i)\b(?:(?P<rel>last|this|next)\s+|(?:in|during|over)\s+the\s+)(?P<s>spring|summer|autumn|fall|winter)\b",
          _season),
         (r"(?i)\b(?:last|this\s+past|past)\s+weekend\b", _weekend(1)),

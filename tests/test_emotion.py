@@ -28,7 +28,7 @@ from mneme.memory.emotion import detect_emotion
         "我今天好累，被老板骂了一顿", "我被领导批评了", "被同事排挤了", "我被男朋友甩了", "方案被老板否了",
         "今天又挨骂了",
         "身心俱疲", "I'm so tired", "my boss yelled at me", "I got told off", "she dumped me", "I'm being bullied",
-        "I feel so alone",
+        "I feel so alone", "my boss scolded me", "I got told off at work", "被教练训了一顿",
     ],
 )
 def test_negative_texts(text: str) -> None:
@@ -57,7 +57,8 @@ def test_negative_texts(text: str) -> None:
         "I didn't feel down at all", "the app is useless", "a crushed ice drink", "downtown was busy",
         "I was disappointed by the movie",  # mild: one mild word is not distress
         "今天有点累", "I'm tired", "经验的积累很重要", "累计消费满100元", "被表扬了", "我被录取了",
-        "爬山有点累但是很开心",
+        "爬山有点累但是很开心", "硕果累累", "我被选进校队参加训练", "他被凶手杀害的新闻", "I scolded my dog",
+        "I told off the guy who cut in line", "I bullied my little brother",
         "the dog was tired after the walk",
     ],
 )

@@ -145,6 +145,7 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
     # a bare weekday in a plan is the coming one; what happened, the last
     ("周日我要去看演唱会", (date(2024, 5, 12), date(2024, 5, 13))),
     ("We will go hiking on Sunday", (date(2024, 5, 12), date(2024, 5, 13))),
+    ("We will go hiking on Sun", (date(2024, 5, 12), date(2024, 5, 13))),
     ("周日我去看了演唱会", (date(2024, 5, 5), date(2024, 5, 6))),
     # words that look ahead name the span ahead (said on Friday 10 May)
     ("下周三我要去面试", (date(2024, 5, 15), date(2024, 5, 16))),

@@ -79,6 +79,8 @@ def test_a_statement_lists_only_memories_about_the_same_thing(message: str, abou
     assert about.removeprefix("user: ") in answer and other.removeprefix("user: ") not in answer
     question = "我上次去北京住在哪里？" if "北京" in message else "Where did I stay in Berlin last time?"
     assert other.removeprefix("user: ") in _reply(question, items)  # a question lists every relevant item
+    request = "告诉我你记得的关于我的事" if "北京" in message else "Tell me what you remember about me"
+    assert other.removeprefix("user: ") in _reply(request, items)  # and so does a request to recall
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +180,10 @@ def test_best_sentence_prefers_the_one_sharing_the_question_terms() -> None:
 
 @pytest.mark.parametrize("text", ["我住在哪里", "what is my job", "你记得我的生日吗", "How old am I", "我几岁了",
                                   "你呢", "我的猫叫什么呢", "Will you remember this", "我该怎么办",
-                                  "我叫啥", "我女儿叫啥来着", "我住哪", "我老家在哪儿"])
+                                  "我叫啥", "我女儿叫啥来着", "我住哪", "我老家在哪儿",
+                                  # asking to recall is asking
+                                  "Tell me what you remember about me", "Remind me of my job", "回忆一下我的工作",
+                                  "告诉我你记得的关于我的事", "列出我记得的所有事情"])
 def test_a_question_without_a_question_mark_is_not_stored(text: str) -> None:
     assert is_question(text)
     assert plan_turn(text, "").skip_reason == "question"
@@ -188,7 +193,9 @@ def test_a_question_without_a_question_mark_is_not_stored(text: str) -> None:
                                   "我这几天一直失眠", "我住在北京呢", "我不怎么喜欢吃辣", "我多少有点紧张",
                                   "前几天我搬到了杭州", "Will is my brother", "May loves jazz",
                                   "How I met my wife is a long story", "我最近没啥胃口", "哪怕下雨我也去跑步",
-                                  "我啥都不怕", "我无论在哪都睡得着"])
+                                  "我啥都不怕", "我无论在哪都睡得着",
+                                  # a reminder to set is a plan, "Tell me about it" agrees
+                                  "Remind me to buy milk tomorrow", "提醒我明天开会", "Tell me about it, what a day"])
 def test_a_statement_with_an_interrogative_word_is_kept(text: str) -> None:
     assert not is_question(text)
     assert plan_turn(text, "").skip_reason is None

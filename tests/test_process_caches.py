@@ -70,6 +70,24 @@ def test_deleting_one_memory_leaves_its_raw_words_in_no_process_cache(tmp_path: 
         service.close()
 
 
+def test_deleting_a_memory_still_queued_leaves_its_raw_words_in_no_process_cache(tmp_path: Path) -> None:
+    """The turn is still in the write journal (nothing stored yet): deleting it drops the turn, and the caches too."""
+    number = "139" + str(55556666)
+    store = open_chroma_store(data_dir=tmp_path / "chroma", embedder=FakeEmbeddings(32), prefix="t", cache_rows=1000)
+    service = MemoryService(store, keyword=KeywordIndex(None), clock=FixedClock(1.7e9),
+                            journal=open_journal(tmp_path / "journal"))
+    try:
+        assert service.applier is not None
+        service.applier.pause()
+        service.enqueue_turn("张三", user_text=f"我的手机号是{number}，记一下")
+        [queued] = service.recall("张三", "我的手机号")
+        assert _holding(number)  # remembered (the test can fail)
+        assert service.delete("张三", [queued.id]) == 0  # nothing was stored yet; the queued turn goes
+        assert not _holding(number)
+    finally:
+        service.close(drain_timeout=0)
+
+
 def test_a_preview_plan_is_the_caller_s_own() -> None:
     policy = WritePolicy()
     first = preview_plan("我住在柏林，是一名护士，我很难过", "", policy)

@@ -153,6 +153,8 @@ ISSUE_EN = ("I'm so sad today, my boss yelled at me in front of the whole team, 
          "The user confided a worry: feels exhausted about criticism from their boss (work) (about: everyone)."),
         ("I got told off at work and I feel awful",
          "The user confided a worry: feels awful about being criticised (work)."),
+        ("I'm being bullied at school and I feel so alone",
+         "The user confided a worry: feels lonely about bullying (school)."),
     ],
 )
 def test_a_negative_exchange_leaves_its_gist_and_none_of_its_clauses(message: str, expected: str) -> None:
