@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from mneme.memory.base import MemoryRecord
+from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.eventtime import NAMES_TIME, span_of
 
 _UNITS_EN = r"(?:years?|months?|weeks?|days?|hours?|minutes?)"
@@ -54,16 +54,29 @@ def _names_duration(text: str) -> bool:
     return _ZH_UNIT.search(text) is not None and _ZH_DURATION.search(text) is not None
 
 
+_ASKS_FEELING = re.compile(
+    r"心情|情绪|感受|心态|烦恼|烦心|倾诉|难过|伤心|焦虑|压力|不开心|郁闷|委屈"
+    r"|(?i:\bhow (?:have|was|am|did|do) i (?:been )?(?:feel|feeling|felt|doing)\b|\bmy (?:mood|feelings?)\b"
+    r"|\bwhat (?:was|is|has been|did|do) (?:i|me) (?:upset|worried|sad|stressed|anxious|bothered|down)\b"
+    r"|\b(?:worr(?:y|ied|ying)|bother(?:ing|ed)|upset|stress(?:ed|ing)?|sad|anxious) (?:me|about)\b)")
+"""A question about how the user felt or what troubled them ("我最近心情怎么样？", "我跟你倾诉过什么烦恼？",
+"How have I been feeling?"): answered by the summaries of what they confided (a negative exchange is kept only as
+one)."""
+
+
 def asks_when(query: str) -> str | None:
-    """What ``query`` asks for: ``"how long"`` (a duration), ``"when"`` (a time), or None."""
+    """What ``query`` asks for: ``"how long"`` (a duration), ``"when"`` (a time), ``"feeling"`` (how the user felt,
+    what troubled them), or None."""
     if _ASKS_WHEN.search(query) is None:
-        return None
+        return "feeling" if _ASKS_FEELING.search(query) else None
     return "how long" if _ASKS_HOW_LONG.search(query) else "when"
 
 
 def tells_when(record: MemoryRecord, asked: str = "when") -> bool:
     """Whether ``record`` tells when something happened (a stored event span) or, for ``asked == "how long"``,
     also for how long."""
+    if asked == "feeling":
+        return record.kind == Kind.SUMMARY
     if record.metadata.get(NAMES_TIME) is True or span_of(record.metadata) is not None:
         return True
     return asked == "how long" and _names_duration(record.text)

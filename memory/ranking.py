@@ -66,8 +66,8 @@ class RecallOptions:
         "Share of the keyword channel in the fused relevance (the rest is the dense channel)."))
     time_weight: float = field(default=0.6, metadata=_d("Bonus for items inside a time window the query names."))
     answer_weight: float = field(default=0.2, metadata=_d(
-        "Bonus, for a question asking when or how long, to items that tell a time or a duration "
-        "(memory/answertype.py); 0 turns it off."))
+        "Bonus, for a question asking when or how long, to items that tell a time or a duration; for a question "
+        "about how the user felt, to the summaries of what they confided (memory/answertype.py); 0 turns it off."))
     neighbour_share: float = field(default=0.5, metadata=_d(
         "Share of a neighbouring turn's lead in relevance that an item inherits (same thread, adjacent, one "
         "sitting; memory/neighbours.py); 0 turns it off."))
@@ -127,7 +127,8 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
          baseline: float | Mapping[Form, float] | None = None, asks_when: str | None = None) -> list[Recalled]:
     """Score every candidate as the module docstring says; all that pass the floor, best first (ties by id).
 
-    ``asks_when`` is what the query asks for (``answertype.asks_when``: "when", "how long" or None).
+    ``asks_when`` is what the query asks for (``answertype.asks_when``: "when", "how long", "feeling" or None);
+    for "feeling" the summaries of confided worries also count as relevant under the floor.
     ``baseline`` (the query's cosine to unrelated texts, ``relevance.NullBaseline``; one floor, or one per form of
     item as ``NullBaseline.floors`` gives) adds the signal
     ``relevant`` (1 or 0) to each item; with ``options.relevance_floor`` irrelevant items are dropped.
@@ -154,7 +155,9 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
         signals = {"dense": dense or 0.0, "keyword": keyword or 0.0}
         if baseline is not None:
             floor = baseline if isinstance(baseline, float | int) else baseline[form_of(rec.kind)]
-            ok = relevant(dense, baseline=floor, pool_min=pool_min)
+            # a confided worry is relevant to a question about how the user felt, however far its words are
+            ok = relevant(dense, baseline=floor, pool_min=pool_min) or (asks_when == "feeling"
+                                                                       and rec.kind == Kind.SUMMARY)
             if options.relevance_floor and not ok:
                 continue
             signals["relevant"] = 1.0 if ok else 0.0

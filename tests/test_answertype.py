@@ -117,3 +117,35 @@ def test_context_refuses_an_answer_weight_outside_the_unit_interval() -> None:
     with pytest.raises(InvalidInputError, match="answer_weight"):
         Context(user_id="u", answer_weight=1.5)
     assert Context(user_id="u", answer_weight=0.0).answer_weight == 0.0
+
+
+@pytest.mark.parametrize(("query", "asked"), [
+    ("我最近心情怎么样？", "feeling"), ("我跟你倾诉过什么烦恼？", "feeling"), ("我上次为什么难过？", "feeling"),
+    ("How have I been feeling lately?", "feeling"), ("What was bothering me?", "feeling"),
+    ("What did I say about my mood?", "feeling"),
+    ("我什么时候心情不好？", "when"),  # a time first
+    ("我的猫叫什么？", None), ("Where do I live?", None)])
+def test_a_question_about_how_the_user_felt(query: str, asked: str | None) -> None:
+    assert asks_when(query) == asked
+
+
+def test_a_confided_worry_is_what_answers_a_question_about_feelings() -> None:
+    summary = MemoryRecord(id="s", user_id="u", kind=Kind.SUMMARY, text="用户倾诉了烦恼：因工作被老板批评而疲惫。",
+                           created_at=0.0)
+    assert tells_when(summary, "feeling") and not tells_when(record("user: 我养了一只猫"), "feeling")
+
+
+@pytest.mark.slow  # loads the offline use-m3 model: the relevance floor is about a real embedder's cosines
+@pytest.mark.parametrize("question", ["我最近心情怎么样？", "How have I been feeling lately?"])
+def test_a_question_about_feelings_lists_the_summary_under_the_relevance_floor(question: str) -> None:
+    from mneme.embeddings import load_embedder
+
+    service = MemoryService(InProcessStore(load_embedder("use-m3")), keyword=KeywordIndex(None),
+                            clock=FixedClock(MON_17_JULY))
+    for text in ["我叫李雷，住在杭州，是一名程序员", "我养了一只橘猫叫大橘",
+                 "我今天好累，被老板骂了一顿，说我写的代码全是bug", "I went hiking in the Alps last summer"]:
+        service.remember_turn("u", user_text=text, assistant_text="", thread_id="t", now=MON_17_JULY)
+    strict = RecallOptions(k=3, reinforce=False, relevance_floor=True)
+    got = service.recall("u", question, options=strict)
+    assert got and got[0].kind == Kind.SUMMARY and got[0].signals["when"] == 1.0
+    assert all(it.kind != Kind.SUMMARY for it in service.recall("u", "我的猫叫什么？", options=strict))
