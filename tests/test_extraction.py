@@ -275,6 +275,8 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         # jobs said plainly, also with the subject dropped after a first clause
         ("我是护士", {"job": "护士"}), ("我住在柏林，是护士", {"home_city": "柏林", "job": "护士"}),
         ("我是做销售的", {"job": "销售"}),
+        ("我是护士长", {"job": "护士长"}), ("我是销售总监", {"job": "销售总监"}),
+        ("我是我们学校的校长", {"job": "校长"}), ("我是班长", {}), ("我是家长", {}),
         ("我叫张伟，是一名老师，对猫过敏", {"name": "张伟", "job": "老师", "allergy:猫": "猫"}),
         ("我老家是四川的", {"hometown": "四川"}), ("我生日是5月3号", {"birthday": "5月3号"}),
         # the people and animals in the user's life, by name
