@@ -106,6 +106,8 @@ def _rewrite_plan(
     history = recent_history(state["messages"], ctx.recent_turns)
     if not message or not history:  # first turn: nothing to resolve, skip the model
         return message, None
+    if is_low_value(message):  # "好的" / "ok then": nothing is recalled for it, so there is nothing to rewrite
+        return message, None
     if model is None:
         return _expand_without_model(message, history), None
     prompt: list[BaseMessage] = [

@@ -46,6 +46,15 @@ def test_rewrite_skips_the_model_on_the_first_turn() -> None:
     assert model.calls == []
 
 
+@pytest.mark.parametrize("ack", ["好的", "ok then", "谢谢！", "👍"])
+def test_rewrite_skips_the_model_for_a_low_value_follow_up(ack: str) -> None:
+    model = FakeChatModel(responses=["should not be used"])
+    state = {"messages": [HumanMessage("我住在杭州"), AIMessage("好的，记住了。"), HumanMessage(ack)]}
+    out = run(nodes.rewrite_query(state, cfg(), rt(), model=model))
+    assert out == {"query": ack, "degraded": [], "model_attempts": 0}  # nothing is recalled for it: no call
+    assert model.calls == []
+
+
 @pytest.mark.parametrize(
     ("history", "follow_up", "rewrite", "must_see"),
     [
