@@ -1,12 +1,13 @@
 """Low-value turns: what is not worth remembering at all, and the hash used to spot exact repeats.
 
 Kept deliberately narrow. A turn is low-value only when the WHOLE user message is a greeting, thanks,
-acknowledgement or farewell (optionally with particles and filler: "好的呀", "谢谢你！", "ok thanks!"),
+acknowledgement, farewell or laughter (optionally with particles and filler: "好的呀", "谢谢你！", "ok thanks!",
+"哈哈哈哈", "lol"),
 or carries no words at all (empty, punctuation-only, emoji-only). Anything else is kept, however short:
 "我喜欢爵士乐", "I'm sad" and "明天去北京" are exactly what a memory is for.
 
 Reasons returned by ``is_low_value``: ``empty``, ``punctuation``, ``emoji``, ``greeting``, ``thanks``,
-``ack``, ``farewell``. ``is_question`` tells a question from a statement, "?" or not ("我住在哪里",
+``ack``, ``farewell``, ``laughter``. ``is_question`` tells a question from a statement, "?" or not ("我住在哪里",
 "what is my job"): the writing policy skips a turn that only asks (it tells nothing about the user).
 """
 
@@ -41,7 +42,7 @@ _CORE: dict[str, tuple[str, ...]] = {
         "好的|好吧|好滴|好哒|好嘞|好|嗯嗯|嗯|哦哦|哦|噢|喔|收到|明白了|明白|知道了|了解|懂了|行|可以|"
         "没问题|没事了|没事|没关系|不客气|不用谢|"
         "okay|ok|k|kk|got it|sure|alright|all right|cool|noted|roger|understood|i see|"
-        "no problem|np|no worries|you re welcome|youre welcome"
+        "no problem|np|no worries|you re welcome|youre welcome|hmm|hmmm|emm|emmm"
     ),
 }
 # Filler allowed around core phrases: particles, politeness, "so much", "you".
@@ -67,6 +68,8 @@ _CORE_RE = {reason: re.compile(_alt(phrases)) for reason, phrases in _CORE.items
 _ANY_CORE = _alt(tuple(p for ps in _CORE.values() for p in ps))
 _WHOLE_RE = re.compile(rf"^(?:\s*(?:{_ANY_CORE}|{_alt(_FILLER)})\s*)+$")
 _PRIORITY = ("thanks", "greeting", "farewell", "ack")
+_LAUGH = re.compile(r"(?:ha){2,}h?|(?:he){2,}|lo+l|lmf?ao+|rofl|23{2,}|[哈嘿呵嘻]{2,}|笑死(?:我了)?|xswl")
+"""One word of laughter: 哈哈哈, 嘿嘿, 呵呵, 笑死, 233, hahaha, lol, lmao."""
 _MAX_CHARS = 40  # longer messages always say something more
 _MAX_SCAN = 200  # raw length past which a message is not even scanned (emoji runs included)
 
@@ -100,6 +103,8 @@ def is_low_value(text: str | None) -> str | None:
     words, saw_emoji = _strip_symbols(unicodedata.normalize("NFKC", text).casefold())
     if not words:
         return "emoji" if saw_emoji else "punctuation"
+    if all(_LAUGH.fullmatch(w) for w in words.split()):
+        return "laughter"
     if len(words) > _MAX_CHARS or not _WHOLE_RE.match(words):
         return None
     for reason in _PRIORITY:

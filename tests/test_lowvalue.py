@@ -48,6 +48,10 @@ from mneme.memory.lowvalue import content_hash, is_low_value
         ("   \n", "empty"),
         ("...", "punctuation"),
         ("？！", "punctuation"),
+        # laughter on its own
+        ("哈哈", "laughter"), ("哈哈哈哈哈！", "laughter"), ("嘿嘿", "laughter"), ("笑死我了", "laughter"),
+        ("2333", "laughter"), ("lol", "laughter"), ("hahaha lol", "laughter"), ("LMAO 😂", "laughter"),
+        ("hmm", "ack"), ("哈哈，好的", "ack"),
     ],
 )
 def test_low_value_messages_are_recognised(text: str, reason: str) -> None:
@@ -73,7 +77,7 @@ def test_none_counts_as_empty() -> None:
         "his",  # contains "hi" but is not a greeting
         "ok, I moved to Berlin",
         "thanks, I'm vegan btw",
-        "哈哈",  # filler only: kept (narrow policy)
+        "哈哈哈我升职了", "LOL that is so funny", "2023", "哈",  # laughter with words, a year, one 哈: kept
         "没问题的话我们周五去杭州",  # more than an acknowledgement
         "在吗？我想问下我的快递到哪了",
         "no problem with peanuts for me",
