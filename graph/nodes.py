@@ -106,7 +106,7 @@ def _rewrite_plan(
     history = recent_history(state["messages"], ctx.recent_turns)
     if not message or not history:  # first turn: nothing to resolve, skip the model
         return message, None
-    if is_low_value(message):  # "好的" / "ok then": nothing is recalled for it, so there is nothing to rewrite
+    if is_low_value(message) in _NOTHING_TO_RESOLVE:  # "谢谢！", "bye", "哈哈": nothing to recall, nothing to rewrite
         return message, None
     if model is None:
         return _expand_without_model(message, history), None
@@ -115,6 +115,11 @@ def _rewrite_plan(
         HumanMessage(REWRITE_USER.format(history=_with_summary(state, _transcript(history)), message=message)),
     ]
     return message, prompt
+
+
+_NOTHING_TO_RESOLVE = frozenset({"thanks", "farewell", "laughter", "emoji", "punctuation", "empty"})
+"""Low-value messages the rewrite leaves alone. Not acks and greetings: "好啊" / "sure" may accept an offer
+("要我帮你回忆一下上次那家餐厅吗？"), which the rewrite turns into the query it accepts."""
 
 
 def _expand_without_model(message: str, history: list[BaseMessage]) -> str:

@@ -55,28 +55,40 @@ def _names_duration(text: str) -> bool:
 
 
 _ASKS_FEELING = re.compile(
-    r"心情|情绪|感受|心态|烦恼|烦心|倾诉|难过|伤心|焦虑|压力|不开心|郁闷|委屈"
-    r"|(?i:\bhow (?:have|was|am|did|do) i (?:been )?(?:feel|feeling|felt|doing)\b|\bmy (?:mood|feelings?)\b"
-    r"|\bwhat (?:was|is|has been|did|do) (?:i|me) (?:upset|worried|sad|stressed|anxious|bothered|down)\b"
-    r"|\b(?:worr(?:y|ied|ying)|bother(?:ing|ed)|upset|stress(?:ed|ing)?|sad|anxious) (?:me|about)\b)")
+    r"心情|情绪|感受(?!器)|心态|烦恼|烦心|倾诉|难过|伤心|焦虑|不开心|郁闷|委屈"
+    r"|(?<![高气水油胎血])压力(?:大|很大|好大|山大|怎么样|如何)|有压力|什么压力"  # not 高压锅的压力阀, 轮胎压力
+    r"|(?i:\bhow (?:have|was|am|did) i (?:been )?(?:feel|feeling|felt)\b|\bmy (?:mood|feelings?)\b"
+    r"|\bwhat (?:was|is|has been|did|do) i (?:upset|worried|sad|stressed|anxious|bothered|down)\b"
+    r"|\bwhat made me (?:sad|upset|cry|angry|anxious|worried|stressed)\b"
+    r"|\b(?:worr(?:y|ied|ying)|bother(?:ing|ed)|upset(?:ting)?|stress(?:ed|ing)?|sadden(?:ed|ing)?) me\b"
+    r"|\b(?:was|were|am|have been) i (?:sad|upset|down|stressed|anxious|worried|depressed|lonely)\b)")
 """A question about how the user felt or what troubled them ("我最近心情怎么样？", "我跟你倾诉过什么烦恼？",
-"How have I been feeling?"): answered by the summaries of what they confided (a negative exchange is kept only as
-one)."""
+"How have I been feeling?", "When was I sad?"): answered by the summaries of what they confided (a negative
+exchange is kept only as one). Not "How am I doing on my budget?", 高压锅的压力阀怎么调？, "Who was upset about
+the delay?"."""
+
+
+def asks_feeling(query: str) -> bool:
+    """Whether ``query`` asks how the user felt or what troubled them (also when it asks when as well: "我什么时候心情
+    不好？")."""
+    return _ASKS_FEELING.search(query) is not None
 
 
 def asks_when(query: str) -> str | None:
-    """What ``query`` asks for: ``"how long"`` (a duration), ``"when"`` (a time), ``"feeling"`` (how the user felt,
-    what troubled them), or None."""
+    """What ``query`` asks for: ``"how long"`` (a duration), ``"when"`` (a time), or None."""
     if _ASKS_WHEN.search(query) is None:
-        return "feeling" if _ASKS_FEELING.search(query) else None
+        return None
     return "how long" if _ASKS_HOW_LONG.search(query) else "when"
+
+
+def confides(record: MemoryRecord) -> bool:
+    """Whether ``record`` is the summary of a worry the user confided: what a question about feelings asks for."""
+    return record.kind == Kind.SUMMARY
 
 
 def tells_when(record: MemoryRecord, asked: str = "when") -> bool:
     """Whether ``record`` tells when something happened (a stored event span) or, for ``asked == "how long"``,
     also for how long."""
-    if asked == "feeling":
-        return record.kind == Kind.SUMMARY
     if record.metadata.get(NAMES_TIME) is True or span_of(record.metadata) is not None:
         return True
     return asked == "how long" and _names_duration(record.text)

@@ -203,8 +203,10 @@ _ZH_NOT_JOB = re.compile(r"很|挺|比较|特别|非常|有点|(?:人|女孩|男
 
 def _zh_job(m: re.Match[str]) -> Extracted | None:
     v = _clean_zh(m["v"], _ZH_JOB_STOP, max_len=12)
-    v = v.rsplit("的", 1)[-1]  # 我们学校的校长: the job is 校长
-    if not v or _ZH_NOT_JOB.search(v):
+    if _ZH_NOT_JOB.search(v):
+        return None
+    v = re.sub(r"^(?:我们|咱们|这|那)[^的]{0,6}的", "", v)  # 我们学校的校长, 这家店的店长: the job is 校长 / 店长
+    if not v:
         return None
     return _fact("job", v, f"用户是一名{v}")
 
@@ -249,8 +251,8 @@ _ZH_JOBS = (
     "快递员|外卖员|售货员|飞行员|乘务员|空姐|学生|研究生|博士生|大学生|高中生|初中生|小学生|自由职业者|全职妈妈|家庭主妇"
 )
 _ZH_IS = "是(?:一名|一位|个|一个)?"
-_ZH_JOB_TITLE = (rf"[\u4e00-\u9fff]{{0,6}}?(?:(?:{_ZH_JOBS})(?:长|主管|组长)?|[科校院店组部处局厂队站]长|总监|主任)"
-                 r"(?![\u4e00-\u9fff])")
+_ZH_JOB_TITLE = (rf"[\u4e00-\u9fff]{{0,6}}?(?:(?:{_ZH_JOBS})(?:主管|组长)?|(?:护士|厨师)长|[科校院店组处局厂站]长|总监"
+                 r"|主任)(?![\u4e00-\u9fff])")
 """护士, 软件工程师, 护士长, 销售总监, 校长: an occupation said plainly after 是 (the job ends the clause)."""
 _ZH_PARTNERS = "老婆|老公|妻子|丈夫|爱人|男朋友|女朋友|对象"
 _ZH_FAMILY = "女儿|儿子|孩子|宝宝|妈妈|爸爸|哥哥|姐姐|弟弟|妹妹|爷爷|奶奶|外公|外婆"

@@ -68,8 +68,8 @@ _CORE_RE = {reason: re.compile(_alt(phrases)) for reason, phrases in _CORE.items
 _ANY_CORE = _alt(tuple(p for ps in _CORE.values() for p in ps))
 _WHOLE_RE = re.compile(rf"^(?:\s*(?:{_ANY_CORE}|{_alt(_FILLER)})\s*)+$")
 _PRIORITY = ("thanks", "greeting", "farewell", "ack")
-_LAUGH = re.compile(r"(?:ha){2,}h?|(?:he){2,}|lo+l|lmf?ao+|rofl|23{2,}|[哈嘿呵嘻]{2,}|笑死(?:我了)?|xswl")
-"""One word of laughter: 哈哈哈, 嘿嘿, 呵呵, 笑死, 233, hahaha, lol, lmao."""
+_LAUGH = re.compile(r"(?:ha){2,}h?|(?:he){2,}|lo+l|lmf?ao+|rofl|23{3,}|[哈嘿呵嘻]{2,}|笑死(?:我了)?|xswl")
+"""One word of laughter: 哈哈哈, 嘿嘿, 呵呵, 笑死, 2333, hahaha, lol, lmao (not 233: a room number)."""
 _MAX_CHARS = 40  # longer messages always say something more
 _MAX_SCAN = 200  # raw length past which a message is not even scanned (emoji runs included)
 

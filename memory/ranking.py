@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mneme.memory.answertype import tells_when
+from mneme.memory.answertype import confides, tells_when
 from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.eventtime import event_affinity, span_of
 from mneme.memory.forgetting import Fade, ForgettingPolicy, combine
@@ -124,11 +124,13 @@ class Candidate:
 
 def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
          window: TimeWindow | None = None, forgetting: ForgettingPolicy | None = None,
-         baseline: float | Mapping[Form, float] | None = None, asks_when: str | None = None) -> list[Recalled]:
+         baseline: float | Mapping[Form, float] | None = None, asks_when: str | None = None,
+         asks_feeling: bool = False) -> list[Recalled]:
     """Score every candidate as the module docstring says; all that pass the floor, best first (ties by id).
 
-    ``asks_when`` is what the query asks for (``answertype.asks_when``: "when", "how long", "feeling" or None);
-    for "feeling" the summaries of confided worries also count as relevant under the floor.
+    ``asks_when`` is what the query asks for (``answertype.asks_when``: "when", "how long" or None);
+    ``asks_feeling`` (``answertype.asks_feeling``) whether it asks how the user felt: the summaries of confided
+    worries then get the answer bonus and count as relevant under the floor.
     ``baseline`` (the query's cosine to unrelated texts, ``relevance.NullBaseline``; one floor, or one per form of
     item as ``NullBaseline.floors`` gives) adds the signal
     ``relevant`` (1 or 0) to each item; with ``options.relevance_floor`` irrelevant items are dropped.
@@ -143,7 +145,7 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
     # the loop's invariants, once (recall ranks ~100-200 candidates a query; this loop is most of it)
     kw_weight = options.keyword_weight
     dense_weight = 1 - kw_weight
-    when_bonus = options.answer_weight if asks_when else 0.0
+    when_bonus = options.answer_weight if asks_when or asks_feeling else 0.0
     fade = Fade(policy, now) if options.forgetting else None
     scored: list[Recalled] = []
     for cand in cands:
@@ -156,8 +158,7 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
         if baseline is not None:
             floor = baseline if isinstance(baseline, float | int) else baseline[form_of(rec.kind)]
             # a confided worry is relevant to a question about how the user felt, however far its words are
-            ok = relevant(dense, baseline=floor, pool_min=pool_min) or (asks_when == "feeling"
-                                                                       and rec.kind == Kind.SUMMARY)
+            ok = relevant(dense, baseline=floor, pool_min=pool_min) or (asks_feeling and confides(rec))
             if options.relevance_floor and not ok:
                 continue
             signals["relevant"] = 1.0 if ok else 0.0
@@ -168,7 +169,8 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
                 affinity = max(affinity, event_affinity(event, window))
             relevance += options.time_weight * affinity
             signals["time"] = affinity
-        if when_bonus and asks_when and tells_when(rec, asks_when):  # answered by what says when
+        if when_bonus and ((asks_when and tells_when(rec, asks_when)) or (asks_feeling and confides(rec))):
+            # answered by what says when, or by a confided worry
             relevance += when_bonus
             signals["when"] = 1.0
         is_doc = rec.kind == Kind.DOCUMENT

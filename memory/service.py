@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from mneme.clock import Clock, system_clock
 from mneme.memory import documents
-from mneme.memory.answertype import asks_when
+from mneme.memory.answertype import asks_feeling, asks_when
 from mneme.memory.base import (
     MEMORY_KINDS,
     SHARED_TENANT,
@@ -253,7 +253,8 @@ class MemoryService:
         baseline = floors["impersonal"]
         strict = opts.relevance_floor  # applied below, once documents are judged by their sentences too
         ranked = rank(candidates, replace(opts, relevance_floor=False), now=now, window=window,
-                      forgetting=self.forgetting, baseline=floors, asks_when=asks_when(query))
+                      forgetting=self.forgetting, baseline=floors, asks_when=asks_when(query),
+                      asks_feeling=asks_feeling(query))
         if strict:  # a memory under the floor is dropped before it can lift a neighbour (documents: judged below)
             ranked = [it for it in ranked if it.source == "document" or it.signals.get("relevant", 1.0) > 0]
         if pending:

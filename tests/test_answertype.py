@@ -7,7 +7,7 @@ import pytest
 from mneme.clock import FixedClock
 from mneme.errors import InvalidInputError
 from mneme.graph.context import Context
-from mneme.memory.answertype import asks_when, tells_when
+from mneme.memory.answertype import asks_feeling, asks_when, confides, tells_when
 from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.eventtime import END, NAMES_TIME, START
 from mneme.memory.inprocess import InProcessStore
@@ -119,24 +119,28 @@ def test_context_refuses_an_answer_weight_outside_the_unit_interval() -> None:
     assert Context(user_id="u", answer_weight=0.0).answer_weight == 0.0
 
 
-@pytest.mark.parametrize(("query", "asked"), [
-    ("我最近心情怎么样？", "feeling"), ("我跟你倾诉过什么烦恼？", "feeling"), ("我上次为什么难过？", "feeling"),
-    ("How have I been feeling lately?", "feeling"), ("What was bothering me?", "feeling"),
-    ("What did I say about my mood?", "feeling"),
-    ("我什么时候心情不好？", "when"),  # a time first
-    ("我的猫叫什么？", None), ("Where do I live?", None)])
-def test_a_question_about_how_the_user_felt(query: str, asked: str | None) -> None:
-    assert asks_when(query) == asked
+@pytest.mark.parametrize(("query", "feeling"), [
+    ("我最近心情怎么样？", True), ("我跟你倾诉过什么烦恼？", True), ("我上次为什么难过？", True),
+    ("我最近压力大吗？", True), ("How have I been feeling lately?", True), ("What was bothering me?", True),
+    ("What did I say about my mood?", True),
+    ("When was I sad?", True), ("我什么时候心情不好？", True), ("What made me sad?", True),
+    # not about the user's feelings (found in review)
+    ("高压锅的压力阀怎么调？", False), ("我的轮胎压力应该是多少？", False), ("How am I doing on my budget?", False),
+    ("How do I feel about sushi?", False), ("Who was upset about the delay?", False), ("感受器是什么？", False),
+    ("我的猫叫什么？", False), ("Where do I live?", False)])
+def test_a_question_about_how_the_user_felt(query: str, feeling: bool) -> None:
+    assert asks_feeling(query) is feeling
+    assert asks_when(query) == ("when" if query in ("When was I sad?", "我什么时候心情不好？") else None)
 
 
 def test_a_confided_worry_is_what_answers_a_question_about_feelings() -> None:
     summary = MemoryRecord(id="s", user_id="u", kind=Kind.SUMMARY, text="用户倾诉了烦恼：因工作被老板批评而疲惫。",
                            created_at=0.0)
-    assert tells_when(summary, "feeling") and not tells_when(record("user: 我养了一只猫"), "feeling")
+    assert confides(summary) and not confides(record("user: 我养了一只猫"))
 
 
 @pytest.mark.slow  # loads the offline use-m3 model: the relevance floor is about a real embedder's cosines
-@pytest.mark.parametrize("question", ["我最近心情怎么样？", "How have I been feeling lately?"])
+@pytest.mark.parametrize("question", ["我最近心情怎么样？", "How have I been feeling lately?", "When was I sad?"])
 def test_a_question_about_feelings_lists_the_summary_under_the_relevance_floor(question: str) -> None:
     from mneme.embeddings import load_embedder
 
@@ -148,4 +152,6 @@ def test_a_question_about_feelings_lists_the_summary_under_the_relevance_floor(q
     strict = RecallOptions(k=3, reinforce=False, relevance_floor=True)
     got = service.recall("u", question, options=strict)
     assert got and got[0].kind == Kind.SUMMARY and got[0].signals["when"] == 1.0
+    for other in ["我的猫叫什么？", "高压锅的压力阀怎么调？", "How am I doing on my hiking?"]:  # no bonus, no pass
+        assert all("when" not in it.signals for it in service.recall("u", other, options=strict))
     assert all(it.kind != Kind.SUMMARY for it in service.recall("u", "我的猫叫什么？", options=strict))

@@ -77,7 +77,7 @@ def test_none_counts_as_empty() -> None:
         "his",  # contains "hi" but is not a greeting
         "ok, I moved to Berlin",
         "thanks, I'm vegan btw",
-        "哈哈哈我升职了", "LOL that is so funny", "2023", "哈",  # laughter with words, a year, one 哈: kept
+        "哈哈哈我升职了", "LOL that is so funny", "2023", "哈", "233",  # laughter with words, a year, one 哈, a room
         "没问题的话我们周五去杭州",  # more than an acknowledgement
         "在吗？我想问下我的快递到哪了",
         "no problem with peanuts for me",

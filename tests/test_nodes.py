@@ -46,13 +46,22 @@ def test_rewrite_skips_the_model_on_the_first_turn() -> None:
     assert model.calls == []
 
 
-@pytest.mark.parametrize("ack", ["好的", "ok then", "谢谢！", "👍"])
+@pytest.mark.parametrize("ack", ["谢谢！", "bye", "哈哈哈", "👍"])
 def test_rewrite_skips_the_model_for_a_low_value_follow_up(ack: str) -> None:
     model = FakeChatModel(responses=["should not be used"])
     state = {"messages": [HumanMessage("我住在杭州"), AIMessage("好的，记住了。"), HumanMessage(ack)]}
     out = run(nodes.rewrite_query(state, cfg(), rt(), model=model))
     assert out == {"query": ack, "degraded": [], "model_attempts": 0}  # nothing is recalled for it: no call
     assert model.calls == []
+
+
+@pytest.mark.parametrize("yes", ["好啊", "sure"])
+def test_rewrite_still_resolves_an_ack_that_accepts_an_offer(yes: str) -> None:
+    model = FakeChatModel(responses=["上次想去的那家餐厅"])
+    state = {"messages": [HumanMessage("我想找个地方吃饭"), AIMessage("要我帮你回忆一下你上次说想去的那家餐厅吗？"),
+                          HumanMessage(yes)]}
+    out = run(nodes.rewrite_query(state, cfg(), rt(), model=model))
+    assert out["query"] == "上次想去的那家餐厅" and len(model.calls) == 1
 
 
 @pytest.mark.parametrize(
