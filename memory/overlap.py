@@ -56,6 +56,13 @@ def working() -> Iterator[None]:
             _working -= 1
 
 
+def spare_threads() -> int:
+    """Threads one piece of work may use now: 2 while it is the only one in flight here and a second core is there
+    (the same rule as ``Beside``), else 1."""
+    with _lock:
+        return 2 if CORES >= 2 and 2 * max(_working, 1) <= CORES else 1
+
+
 class Beside(Generic[T]):
     """``fn()`` started beside the caller; ``result()`` waits for it (or has it already, when it ran inline)."""
 

@@ -125,3 +125,28 @@ def test_work_runs_beside_only_while_a_core_is_spare(monkeypatch: pytest.MonkeyP
     assert crowded.inline and crowded.result() == caller
     monkeypatch.setattr(overlap, "CORES", 1)  # one core: never beside
     assert Beside(lambda: 0).inline
+
+
+def test_a_heavy_scan_takes_a_second_thread_only_while_a_core_is_spare(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from mneme.memory import vector_cache
+
+    monkeypatch.setattr(overlap, "CORES", 2)
+    with overlap.working():
+        alone = overlap.spare_threads()
+        with overlap.working():  # another recall in flight: the second core is taken
+            crowded = overlap.spare_threads()
+    assert (alone, crowded) == (2, 1)
+    monkeypatch.setattr(overlap, "CORES", 1)
+    assert overlap.spare_threads() == 1
+    # the scan's integers are the same with two threads as with one (and as numpy's)
+    monkeypatch.setattr(overlap, "CORES", 2)
+    rng = np.random.default_rng(3)
+    quant = rng.integers(-127, 128, size=(vector_cache.SPLIT_ROWS + 7, 64), dtype=np.int8)
+    query = rng.integers(-127, 128, size=64, dtype=np.int8)
+    want = quant.astype(np.int64) @ query.astype(np.int64)
+    with overlap.working():
+        assert np.array_equal(vector_cache.int8_scores(quant, query), want)
+    with overlap.working(), overlap.working():
+        assert np.array_equal(vector_cache.int8_scores(quant, query), want)
