@@ -183,7 +183,8 @@ def test_best_sentence_prefers_the_one_sharing_the_question_terms() -> None:
                                   "我叫啥", "我女儿叫啥来着", "我住哪", "我老家在哪儿",
                                   # asking to recall is asking
                                   "Tell me what you remember about me", "Remind me of my job", "回忆一下我的工作",
-                                  "告诉我你记得的关于我的事", "列出我记得的所有事情"])
+                                  "告诉我你记得的关于我的事", "列出我记得的所有事情",
+                                  "年假有几天", "一年有几个月呢"])  # a count that ends the sentence asks
 def test_a_question_without_a_question_mark_is_not_stored(text: str) -> None:
     assert is_question(text)
     assert plan_turn(text, "").skip_reason == "question"
