@@ -56,11 +56,15 @@ def working() -> Iterator[None]:
             _working -= 1
 
 
+def _core_spare() -> bool:
+    """Whether the work in flight here (``working``) leaves a core for a second thread (call under ``_lock``)."""
+    return 2 * max(_working, 1) <= CORES
+
+
 def spare_threads() -> int:
-    """Threads one piece of work may use now: 2 while it is the only one in flight here and a second core is there
-    (the same rule as ``Beside``), else 1."""
+    """Threads one piece of work may use now: 2 while a core is spare (the rule ``Beside`` follows), else 1."""
     with _lock:
-        return 2 if CORES >= 2 and 2 * max(_working, 1) <= CORES else 1
+        return 2 if _core_spare() else 1
 
 
 class Beside(Generic[T]):
@@ -69,7 +73,7 @@ class Beside(Generic[T]):
     def __init__(self, fn: Callable[[], T]) -> None:
         global _busy, _pool
         with _lock:
-            spare = _busy < WORKERS and 2 * max(_working, 1) <= CORES
+            spare = _busy < WORKERS and _core_spare()
             if spare:
                 _busy += 1
                 if _pool is None:

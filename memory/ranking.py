@@ -155,10 +155,10 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
         kw = (keyword or 0.0) / kmax if kmax > 0 else 0.0
         relevance = dense_weight * d + kw_weight * kw
         signals = {"dense": dense or 0.0, "keyword": keyword or 0.0}
+        feeling = asks_feeling and confides(rec)  # a confided worry answers a question about how the user felt
         if baseline is not None:
             floor = baseline if isinstance(baseline, float | int) else baseline[form_of(rec.kind)]
-            # a confided worry is relevant to a question about how the user felt, however far its words are
-            ok = relevant(dense, baseline=floor, pool_min=pool_min) or (asks_feeling and confides(rec))
+            ok = relevant(dense, baseline=floor, pool_min=pool_min) or feeling  # however far its words are
             if options.relevance_floor and not ok:
                 continue
             signals["relevant"] = 1.0 if ok else 0.0
@@ -169,8 +169,7 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
                 affinity = max(affinity, event_affinity(event, window))
             relevance += options.time_weight * affinity
             signals["time"] = affinity
-        if when_bonus and ((asks_when and tells_when(rec, asks_when)) or (asks_feeling and confides(rec))):
-            # answered by what says when, or by a confided worry
+        if when_bonus and (feeling or (asks_when and tells_when(rec, asks_when))):  # says when, or confides
             relevance += when_bonus
             signals["when"] = 1.0
         is_doc = rec.kind == Kind.DOCUMENT
