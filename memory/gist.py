@@ -122,7 +122,9 @@ _EN_GENERIC_WORDS = """today yesterday really feel feeling felt like think know 
 anything everything someone because about would could should just still even much always never
 every said says tell told make made going been being doing whole today's since sometimes front here
 there back away around again maybe lately moved went came getting started help yeah thanks sorry wow hey
-unfortunately pretty last next first keep keeps kept ever else once other"""
+unfortunately pretty last next first keep keeps kept ever else once other anymore week weeks month months
+year years day days tonight morning evening got get gets let lot bit way too yes put say saw see try
+now new old big"""
 _EN_GENERIC = frozenset(_EN_GENERIC_WORDS.split())
 _GRAPHIC_RE = re.compile(
     r"血|割腕|自残|跳楼|上吊|安眠药|吞药|刀|杀|强奸|性侵|尸体|打我|揍我|虐待|遗书"
@@ -132,7 +134,8 @@ _GRAPHIC_RE = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_START_RE = re.compile(r"(?:^|[.!?:]\s*)\W*$")
-_EN_WORD_RE = re.compile(r"[a-z][a-z'-]{3,}", re.I)
+_EN_WORD_RE = re.compile(r"[a-z][a-z'-]{2,}", re.I)
+"""Words of three letters or more: dog, cat, job and mom are what a later question names."""
 
 
 def _first(table: list[tuple[re.Pattern[str], str]], text: str) -> str:
