@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mneme.clock import to_iso
-from mneme.memory.lowvalue import is_question
+from mneme.memory.lowvalue import is_low_value, is_question
 from mneme.memory.passages import sentences
 from mneme.memory.tokenize import tokenize
 from mneme.memory.writing import TurnPlan, WritePolicy, preview_plan
@@ -57,7 +57,8 @@ def _flat(text: str, limit: int = 400) -> str:
 def render(message: str, recalled: Sequence[Mapping[str, Any]], *, first_line: str,
            kept: str | None = None) -> str:
     """The whole memory-only reply: ``first_line`` (the mode or a degradation label), what was kept, then
-    the relevant memories and documents; says it found nothing only when it kept nothing either."""
+    the relevant memories and documents; says it found nothing only when it kept nothing either, and to a
+    thanks, a greeting or a laugh (low-value, recalled for nothing) that there was nothing to keep."""
     texts = reply_texts(message)
     lines = [first_line] + ([kept] if kept else [])
     relevant = [r for r in recalled if is_relevant(r)]
@@ -79,5 +80,5 @@ def render(message: str, recalled: Sequence[Mapping[str, Any]], *, first_line: s
                                                      text=_flat(meta.get("passage")
                                                                 or best_sentence(str(d["text"]), message))))
     if not relevant and not kept:
-        lines.append(texts["nothing"])
+        lines.append(texts["nothing_to_keep"] if is_low_value(message) else texts["nothing"])
     return "\n".join(lines)

@@ -59,6 +59,7 @@ MEMORY_ONLY_ZH = {
     "joiner": "；",
     "kept_summary": "记下了这段倾诉的概要（不保存原话）。",
     "kept_turn": "记下了这条消息。",
+    "nothing_to_keep": "好的。这条消息没有需要记住的内容。",
 }
 """Memory-only mode's reply text in Chinese (no chat model: Mneme reports what it recalled)."""
 
@@ -72,6 +73,7 @@ MEMORY_ONLY_EN = {
     "joiner": "; ",
     "kept_summary": "Noted a short summary of this (not your exact words).",
     "kept_turn": "Noted this message.",
+    "nothing_to_keep": "OK. Nothing in this message needs remembering.",
 }
 """Memory-only mode's reply text in English."""
 

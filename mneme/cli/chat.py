@@ -143,14 +143,15 @@ def stream_reply(graph: Any, message: str, *, config: dict[str, Any], context: d
 
 
 def label_once(answer: str, shown: set[str]) -> str:
-    """``answer`` without its memory-only mode label line when this chat has shown that label already."""
+    """``answer`` without its memory-only mode label line when this chat has shown that label already, in
+    either language (a reply in the other language does not make the mode news again)."""
     from mneme.prompts import MEMORY_ONLY_EN, MEMORY_ONLY_ZH
 
     first, _, rest = answer.partition("\n")
     if first in (MEMORY_ONLY_ZH["label"], MEMORY_ONLY_EN["label"]):
-        if first in shown and rest:
+        if "memory-only" in shown and rest:
             return rest
-        shown.add(first)
+        shown.add("memory-only")
     return answer
 
 
