@@ -31,7 +31,7 @@ import re
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -118,6 +118,8 @@ class JournalEntry:
 class _Mirrored:
     entry: JournalEntry
     tokens: frozenset[str] | None = None
+    vector: Any = None
+    """The preview's embedding, once a recall has asked for it (``queued_vectors``)."""
 
 
 class WriteJournal:
@@ -230,7 +232,7 @@ class WriteJournal:
                 return
             entry = current.entry
             updated = replace(entry, attempts=entry.attempts + 1, failed=give_up, last_error=error[:500])
-            self._mirror[entry_id] = _Mirrored(updated, current.tokens)
+            self._mirror[entry_id] = _Mirrored(updated, current.tokens, current.vector)
         with self._db_lock, contextlib.suppress(sqlite3.Error):  # bookkeeping only: the entry is safe either way
             self._conn.execute("UPDATE entries SET attempts = ?, failed = ?, last_error = ? WHERE id = ?",
                                (updated.attempts, int(give_up), updated.last_error, entry_id))
@@ -274,6 +276,19 @@ class WriteJournal:
                 hits.append((m.entry, overlap))
         hits.sort(key=lambda h: (-h[1], -h[0].created_at))
         return hits[:k]
+
+    def queued_vectors(self, user_id: str, embed: Callable[[list[str]], Sequence[Sequence[float]]],
+                       ) -> list[tuple[JournalEntry, Sequence[float]]]:
+        """``user_id``'s queued turns with their previews' embeddings (made by ``embed`` in one call for those
+        not embedded yet, then kept with the entry until it is applied): a queued turn is found by meaning too,
+        in any language, not only by the words it shares with a query."""
+        with self._changed:
+            mine = [m for m in self._mirror.values() if m.entry.user_id == user_id and m.entry.preview]
+        todo = [m for m in mine if m.vector is None]
+        if todo:
+            for m, vector in zip(todo, embed([m.entry.preview for m in todo]), strict=True):
+                m.vector = vector
+        return [(m.entry, m.vector) for m in mine]
 
     def delete_user(self, user_id: str) -> int:
         """Drop every queued turn of ``user_id`` (erasure); return how many were dropped."""

@@ -23,6 +23,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from mneme.clock import Clock, system_clock
 from mneme.memory import documents
 from mneme.memory.answertype import asks_feeling, asks_when
@@ -50,7 +52,7 @@ from mneme.memory.overlap import Beside, working
 from mneme.memory.passages import judge_documents
 from mneme.memory.ranking import CANDIDATE_POOL, Candidate, Recalled, RecallOptions, rank, select
 from mneme.memory.redaction import forget_remembered, redact
-from mneme.memory.relevance import NullBaseline
+from mneme.memory.relevance import Form, NullBaseline
 from mneme.memory.timewindow import TimeWindow, parse_time_window, time_affinity
 from mneme.memory.tokenize import tokenize
 from mneme.memory.writing import TurnPlan, WritePolicy, aplan_turn, forget_previews, plan_turn, preview_plan
@@ -246,10 +248,11 @@ class MemoryService:
         if stale:  # deleted elsewhere (another process, a crash between writes): heal the index
             logger.debug("dropping %d stale keyword entries", len(stale))
             self.indexed.drop_stale(stale)
+        floors = self._null_baseline().floors(vector)  # per form of item: episodes, facts, documents
+        pending = self._queued_by_meaning(user_id, vector, pending, floors, list(dense_scores.values()), opts)
         if not records and not pending:
             return []
         candidates = [Candidate(rec, dense_scores.get(rid), keyword_scores.get(rid)) for rid, rec in records.items()]
-        floors = self._null_baseline().floors(vector)  # per form of item: episodes, facts, documents
         baseline = floors["impersonal"]
         strict = opts.relevance_floor  # applied below, once documents are judged by their sentences too
         ranked = rank(candidates, replace(opts, relevance_floor=False), now=now, window=window,
@@ -299,10 +302,47 @@ class MemoryService:
         items = self._pending_items(self.journal.search(user_id, query, k=opts.k), opts, window, exclude=set())
         return select(sorted(items, key=lambda it: (-it.score, it.id)), opts)
 
+    def _queued_by_meaning(self, user_id: str, vector: Sequence[float], hits: list[tuple[JournalEntry, float]],
+                           floors: dict[Form, float], dense: list[float], opts: RecallOptions,
+                           ) -> list[tuple[JournalEntry, float]]:
+        """``hits`` (queued turns sharing words with the query, with the share matched) joined with the queued
+        turns whose embedding clears the relevance floor of their form: "What instrument am I learning?" finds
+        the queued "我最近在学吉他" it shares no word with, as it will once the turn is stored. Each relevance is
+        fused as ranking fuses a stored item's (the cosine normalised over the dense channel's range and the
+        queued turns', weighted against the words' share), never below the share of words alone."""
+        if self.journal is None or opts.memory_weight <= 0:
+            return hits
+        try:
+            queued = self.journal.queued_vectors(user_id, self.store.embedder.embed)
+        except Exception as exc:  # noqa: BLE001 - the words still find them; a failed embedding loses nothing
+            logger.warning("recall: could not embed the queued turns of %s: %s: %s", user_id, type(exc).__name__, exc)
+            return hits
+        if not queued:
+            return hits
+        q = np.asarray(vector, dtype=np.float32)
+        m = np.asarray([v for _, v in queued], dtype=np.float32)
+        cosines = (m @ q) / np.maximum(np.linalg.norm(m, axis=1) * float(np.linalg.norm(q)), 1e-12)
+        lo, hi = min([*dense, float(cosines.min())]), max([*dense, float(cosines.max())])
+        words = {entry.id: share for entry, share in hits}
+        kw = opts.keyword_weight
+        out: list[tuple[JournalEntry, float]] = []
+        for (entry, _), cosine in zip(queued, cosines.tolist(), strict=True):
+            share = words.pop(entry.id, 0.0)
+            form: Form = "first" if entry.preview.startswith("user:") else "third"
+            if cosine > floors[form]:
+                d = (cosine - lo) / (hi - lo) if hi > lo else 1.0
+                out.append((entry, max(share, (1 - kw) * d + kw * share)))
+            elif share > 0:
+                out.append((entry, share))
+        out += [(entry, share) for entry, share in hits if entry.id in words]  # applied meanwhile: as they were
+        out.sort(key=lambda h: (-h[1], -h[0].created_at))
+        return out
+
     def _pending_items(self, hits: Sequence[tuple[JournalEntry, float]], opts: RecallOptions,
                        window: TimeWindow | None, *, exclude: set[str]) -> list[Recalled]:
-        """Queued turns as recalled items: the query's share of words they hold is their relevance (they are
-        fresh, so the forgetting curve leaves them as they are). Ids are the records they will become."""
+        """Queued turns as recalled items: the query's share of words they hold, or the relevance
+        ``_queued_by_meaning`` gave them, is their relevance (they are fresh, so the forgetting curve leaves
+        them as they are). Ids are the records they will become."""
         out: list[Recalled] = []
         if opts.memory_weight <= 0:
             return out

@@ -117,6 +117,29 @@ def test_recall_finds_a_queued_turn_before_it_is_applied_zh_and_en(journal: Writ
     assert len([r for r in stored if "oolong" in r.text and r.kind == Kind.EPISODIC]) == 1
 
 
+@pytest.mark.parametrize(("told", "asked", "unrelated"), [
+    ("我最近在学吉他", "What instrument am I learning?", "What is my favourite food?"),
+    ("My daughter is called Lily", "我女儿叫什么名字？", "我住在哪个城市？"),
+])
+def test_a_queued_turn_is_found_by_meaning_in_another_language(journal: WriteJournal, told: str, asked: str,
+                                                                 unrelated: str) -> None:
+    from mneme.embeddings import load_embedder
+
+    service = make(journal, embedder=load_embedder("use-m3"))
+    assert service.applier is not None
+    service.applier.pause()
+    service.enqueue_turn("alice", user_text=told)
+    service.enqueue_turn("alice", user_text="The weather was nice, we walked to the station")
+    assert not all_records(service, "alice") and not journal.search("alice", asked)  # queued, no shared word
+    found = service.recall("alice", asked)
+    assert found and found[0].text == f"user: {told}" and found[0].metadata.get("queued")
+    assert all(told not in it.text for it in service.recall("alice", unrelated))  # the floor still holds
+    assert service.recall("bob", asked) == []  # another user's queue is not theirs
+    service.applier.resume()
+    assert service.drain(10)
+    assert service.recall("alice", asked)[0].id == found[0].id  # the record it became
+
+
 def test_a_batch_is_one_embedding_call_and_one_store_write(journal: WriteJournal) -> None:
     embedder = CountingEmbeddings()
     store = FlakyStore(embedder)
