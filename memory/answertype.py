@@ -68,6 +68,35 @@ exchange is kept only as one). Not "How am I doing on my budget?", 高压锅的�
 the delay?"."""
 
 
+_ASKS_PROFILE = re.compile(
+    r"你(?:都|还|一共)?(?:知道|了解|记得|记住了?)(?:关于)?我(?:的)?(?:什么|哪些|多少|些什么|啥|哪些事|的事|吗|么)"
+    r"|你对我(?:有)?(?:多少|哪些|什么|几分)?(?:了解|认识|印象)"
+    r"|关于我(?:的事|的情况|的事情)?[，,]?你(?:都|还)?(?:知道|了解|记得)"
+    r"|(?:介绍|描述|总结)一下我(?:自己)?(?:吧|呗)?\W*$|说说(?:你眼中的|你了解的|你记得的)?我(?:吧|呗|自己)?\W*$"
+    r"|我是(?:个|一个)?什么样的人|^\W*我是谁\W*$|用户的(?:个人)?(?:信息|资料|画像|基本情况)"
+    r"|(?i:\bwhat (?:do|did|can) you (?:know|remember|recall) about (?:me|myself|the user)\b"
+    r"|\bwhat have i told you about (?:me|myself)\b|\btell me (?:about myself|what you know about me"
+    r"|everything you (?:know|remember))\b|^\W*who am i\W*$|\bdescribe me\b|\bdo you remember me\b"
+    r"|\b(?:information|facts) about the user\b|\buser(?:'s)? profile\b)")
+"""A question about the user as a whole ("你对我了解多少？", "你都记得我什么？", "介绍一下我", "What do you know about
+me?", "Who am I?"): answered by what is kept about the user, the facts and preferences, not by the turns whose words
+come closest to a question that names no topic. Not "你记得我的猫吗？" or "你知道我住哪吗？" (a topic is named)."""
+
+
+def asks_profile(query: str) -> bool:
+    """Whether ``query`` asks what is known about the user as a whole (``_ASKS_PROFILE``)."""
+    return _ASKS_PROFILE.search(query) is not None
+
+
+PROFILE_KINDS = (Kind.FACT, Kind.PREFERENCE)
+"""The kinds of record that say what the user is and likes."""
+
+
+def describes_user(record: MemoryRecord) -> bool:
+    """Whether ``record`` is a fact or preference about the user: what a question about the user as a whole asks for."""
+    return record.kind in PROFILE_KINDS
+
+
 def asks_feeling(query: str) -> bool:
     """Whether ``query`` asks how the user felt or what troubled them (also when it asks when as well: "我什么时候心情
     不好？")."""

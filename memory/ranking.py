@@ -8,7 +8,9 @@ an index or a clock, so the maths can be tested and reused (evaluation, other st
 The score of a candidate, in order: each channel normalised over the pool (dense min-max, keyword by its
 maximum), fused ``(1 - keyword_weight)·dense + keyword_weight·keyword``; plus ``time_weight`` × the affinity
 to a time window the query names (by the record's own time or the time it tells of, ``eventtime``); plus
-``answer_weight`` when the query asks when and the record tells a time (``answertype``); times
+``answer_weight`` when the query asks when and the record tells a time, asks how the user felt and the record is
+the summary of a confided worry, or asks about the user as a whole and the record is a fact or preference
+(``answertype``); times
 the weight of its source (memory or document; weight 0 drops the source); bent by the bounded forgetting
 curve (memories only); dropped below ``score_floor``.
 
@@ -22,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mneme.memory.answertype import confides, tells_when
+from mneme.memory.answertype import PROFILE_KINDS, confides, describes_user, tells_when
 from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.eventtime import event_affinity, span_of
 from mneme.memory.forgetting import Fade, ForgettingPolicy, combine
@@ -125,12 +127,14 @@ class Candidate:
 def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
          window: TimeWindow | None = None, forgetting: ForgettingPolicy | None = None,
          baseline: float | Mapping[Form, float] | None = None, asks_when: str | None = None,
-         asks_feeling: bool = False) -> list[Recalled]:
+         asks_feeling: bool = False, asks_profile: bool = False) -> list[Recalled]:
     """Score every candidate as the module docstring says; all that pass the floor, best first (ties by id).
 
     ``asks_when`` is what the query asks for (``answertype.asks_when``: "when", "how long" or None);
     ``asks_feeling`` (``answertype.asks_feeling``) whether it asks how the user felt: the summaries of confided
-    worries then get the answer bonus and count as relevant under the floor.
+    worries then get the answer bonus and count as relevant under the floor; ``asks_profile``
+    (``answertype.asks_profile``) whether it asks about the user as a whole: facts and preferences then do
+    (``profile_first`` puts them first).
     ``baseline`` (the query's cosine to unrelated texts, ``relevance.NullBaseline``; one floor, or one per form of
     item as ``NullBaseline.floors`` gives) adds the signal
     ``relevant`` (1 or 0) to each item; with ``options.relevance_floor`` irrelevant items are dropped.
@@ -145,7 +149,7 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
     # the loop's invariants, once (recall ranks ~100-200 candidates a query; this loop is most of it)
     kw_weight = options.keyword_weight
     dense_weight = 1 - kw_weight
-    when_bonus = options.answer_weight if asks_when or asks_feeling else 0.0
+    when_bonus = options.answer_weight if asks_when or asks_feeling or asks_profile else 0.0
     fade = Fade(policy, now) if options.forgetting else None
     scored: list[Recalled] = []
     for cand in cands:
@@ -155,10 +159,11 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
         kw = (keyword or 0.0) / kmax if kmax > 0 else 0.0
         relevance = dense_weight * d + kw_weight * kw
         signals = {"dense": dense or 0.0, "keyword": keyword or 0.0}
-        feeling = asks_feeling and confides(rec)  # a confided worry answers a question about how the user felt
+        # a confided worry answers a question about how the user felt; a fact or preference one about the user
+        answers = (asks_feeling and confides(rec)) or (asks_profile and describes_user(rec))
         if baseline is not None:
             floor = baseline if isinstance(baseline, float | int) else baseline[form_of(rec.kind)]
-            ok = relevant(dense, baseline=floor, pool_min=pool_min) or feeling  # however far its words are
+            ok = relevant(dense, baseline=floor, pool_min=pool_min) or answers  # however far its words are
             if options.relevance_floor and not ok:
                 continue
             signals["relevant"] = 1.0 if ok else 0.0
@@ -169,7 +174,7 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
                 affinity = max(affinity, event_affinity(event, window))
             relevance += options.time_weight * affinity
             signals["time"] = affinity
-        if when_bonus and (feeling or (asks_when and tells_when(rec, asks_when))):  # says when, or confides
+        if when_bonus and (answers or (asks_when and tells_when(rec, asks_when))):  # says when, or as above
             relevance += when_bonus
             signals["when"] = 1.0
         is_doc = rec.kind == Kind.DOCUMENT
@@ -192,6 +197,12 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
         ))
     scored.sort(key=lambda it: (-it.score, it.id))
     return scored
+
+
+def profile_first(ranked: Sequence[Recalled]) -> list[Recalled]:
+    """``ranked`` with the facts and preferences first, each part in its order: the answer to a question about the
+    user as a whole (``answertype.asks_profile``), which names no topic for the other items' scores to measure."""
+    return sorted(ranked, key=lambda it: it.kind not in PROFILE_KINDS)  # stable: each part keeps its order
 
 
 def select(ranked: Sequence[Recalled], options: RecallOptions, *,

@@ -27,7 +27,7 @@ import numpy as np
 
 from mneme.clock import Clock, system_clock
 from mneme.memory import documents
-from mneme.memory.answertype import asks_feeling, asks_when
+from mneme.memory.answertype import asks_feeling, asks_profile, asks_when
 from mneme.memory.base import (
     MEMORY_KINDS,
     SHARED_TENANT,
@@ -50,7 +50,7 @@ from mneme.memory.lowvalue import is_low_value
 from mneme.memory.neighbours import lift_neighbours
 from mneme.memory.overlap import Beside, working
 from mneme.memory.passages import judge_documents
-from mneme.memory.ranking import CANDIDATE_POOL, Candidate, Recalled, RecallOptions, rank, select
+from mneme.memory.ranking import CANDIDATE_POOL, Candidate, Recalled, RecallOptions, profile_first, rank, select
 from mneme.memory.redaction import forget_remembered, redact
 from mneme.memory.relevance import Form, NullBaseline
 from mneme.memory.timewindow import TimeWindow, parse_time_window, time_affinity
@@ -226,9 +226,12 @@ class MemoryService:
         terms = tokenize(query)
         window = parse_time_window(query, now) if opts.time_aware else None
         side = Beside(lambda: self._keyword_channel(user_id, query, terms, kinds, pool, opts))
+        profile = asks_profile(query)
         try:
             vector = self.store.embedder.embed([query])[0]
             dense = self.store.search(user_id, vector, kinds=kinds, k=pool, include_shared=opts.include_documents)
+            if profile:  # "你对我了解多少？": every fact and preference is a candidate, not only those near its words
+                dense += self.store.search(user_id, vector, kinds=[Kind.FACT, Kind.PREFERENCE], k=pool)
         finally:
             side.wait()  # never leave it running past this recall, even when the dense channel failed
         keyword, kind_of = side.result()
@@ -257,7 +260,7 @@ class MemoryService:
         strict = opts.relevance_floor  # applied below, once documents are judged by their sentences too
         ranked = rank(candidates, replace(opts, relevance_floor=False), now=now, window=window,
                       forgetting=self.forgetting, baseline=floors, asks_when=asks_when(query),
-                      asks_feeling=asks_feeling(query))
+                      asks_feeling=asks_feeling(query), asks_profile=profile)
         if strict:  # a memory under the floor is dropped before it can lift a neighbour (documents: judged below)
             ranked = [it for it in ranked if it.source == "document" or it.signals.get("relevant", 1.0) > 0]
         if pending:
@@ -267,6 +270,8 @@ class MemoryService:
         if strict:  # the head that can be selected, documents judged by their best sentence, then the floor
             head = judge_documents(ranked[:4 * opts.k], vector, baseline, self.store.embedder.embed)
             ranked = [it for it in head + ranked[4 * opts.k:] if it.signals.get("relevant", 1.0) > 0]
+        if profile:
+            ranked = profile_first(ranked)
         out = select(ranked, opts, embed=self.store.embedder.embed)
         if not strict:
             out = judge_documents(out, vector, baseline, self.store.embedder.embed)  # by their best sentence

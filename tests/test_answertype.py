@@ -7,7 +7,7 @@ import pytest
 from mneme.clock import FixedClock
 from mneme.errors import InvalidInputError
 from mneme.graph.context import Context
-from mneme.memory.answertype import asks_feeling, asks_when, confides, tells_when
+from mneme.memory.answertype import asks_feeling, asks_profile, asks_when, confides, describes_user, tells_when
 from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.eventtime import END, NAMES_TIME, START
 from mneme.memory.inprocess import InProcessStore
@@ -155,3 +155,45 @@ def test_a_question_about_feelings_lists_the_summary_under_the_relevance_floor(q
     for other in ["我的猫叫什么？", "高压锅的压力阀怎么调？", "How am I doing on my hiking?"]:  # no bonus, no pass
         assert all("when" not in it.signals for it in service.recall("u", other, options=strict))
     assert all(it.kind != Kind.SUMMARY for it in service.recall("u", "我的猫叫什么？", options=strict))
+
+
+@pytest.mark.parametrize(("query", "profile"), [
+    ("你对我了解多少？", True), ("你都记得我什么？", True), ("你还记得我吗", True), ("介绍一下我", True),
+    ("关于我你知道什么", True), ("我是什么样的人？", True), ("我是谁", True), ("你知道我哪些事", True),
+    ("What do you know about me?", True), ("What have I told you about myself?", True), ("Who am I?", True),
+    ("Tell me what you know about me", True), ("Do you remember me?", True),
+    ("用户的个人信息有哪些", True), ("What facts about the user are stored?", True),  # as the rewrite may say it
+    # a topic is named: the topic decides, not the whole profile
+    ("你记得我的猫吗", False), ("你知道我住哪吗", False), ("说说我的工作", False), ("我是一名护士", False),
+    ("What do you know about my job?", False), ("Who am I meeting tomorrow?", False), ("我是谁的朋友", False),
+    ("我知道你是谁", False), ("Tell me about Paris", False)])
+def test_a_question_about_the_user_as_a_whole(query: str, profile: bool) -> None:
+    assert asks_profile(query) is profile
+
+
+def test_facts_and_preferences_are_what_describe_the_user() -> None:
+    fact = MemoryRecord(id="f", user_id="u", kind=Kind.FACT, text="用户住在杭州", created_at=0.0)
+    pref = MemoryRecord(id="p", user_id="u", kind=Kind.PREFERENCE, text="用户喜欢喝乌龙茶", created_at=0.0)
+    assert describes_user(fact) and describes_user(pref) and not describes_user(record("user: 我住在杭州"))
+
+
+@pytest.mark.slow  # loads the offline use-m3 model: the relevance floor is about a real embedder's cosines
+@pytest.mark.parametrize("question", ["你对我了解多少？", "What do you know about me?", "介绍一下我"])
+def test_a_question_about_the_user_lists_what_is_known_of_them(question: str) -> None:
+    from mneme.embeddings import load_embedder
+
+    service = MemoryService(InProcessStore(load_embedder("use-m3")), keyword=KeywordIndex(None),
+                            clock=FixedClock(MON_17_JULY))
+    said = ["我是一名护士，在市医院上班", "我的猫叫豆豆", "我住在杭州", "我喜欢喝乌龙茶", "今天下雨了，出门忘带伞"]
+    for text in said:
+        service.remember_turn("u", user_text=text, assistant_text="", thread_id="t", now=MON_17_JULY)
+    known = {r.text for r in service.store.scan("u", kinds=[Kind.FACT, Kind.PREFERENCE])}
+    assert {"用户住在杭州", "用户的猫叫豆豆", "用户喜欢喝乌龙茶"} <= known
+    strict = RecallOptions(k=10, reinforce=False, relevance_floor=True)
+    got = service.recall("u", question, options=strict)
+    assert known <= {it.text for it in got}  # every fact and preference, each counted relevant
+    assert {it.kind for it in got[:len(known)]} <= {Kind.FACT, Kind.PREFERENCE}  # before any episode
+    assert "雨" not in " ".join(it.text for it in got[:len(known)])
+    topic = service.recall("u", "我的猫叫什么？", options=strict)  # a question with a topic is not a profile
+    assert topic and "豆豆" in topic[0].text and all("乌龙茶" not in it.text for it in topic)
+    assert service.recall("v", question, options=strict) == []  # another user knows nothing of u
