@@ -127,14 +127,15 @@ class Candidate:
 def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
          window: TimeWindow | None = None, forgetting: ForgettingPolicy | None = None,
          baseline: float | Mapping[Form, float] | None = None, asks_when: str | None = None,
-         asks_feeling: bool = False, asks_profile: bool = False) -> list[Recalled]:
+         asks_feeling: bool = False, asks_profile: bool = False, recap: TimeWindow | None = None) -> list[Recalled]:
     """Score every candidate as the module docstring says; all that pass the floor, best first (ties by id).
 
     ``asks_when`` is what the query asks for (``answertype.asks_when``: "when", "how long" or None);
     ``asks_feeling`` (``answertype.asks_feeling``) whether it asks how the user felt: the summaries of confided
     worries then get the answer bonus and count as relevant under the floor; ``asks_profile``
     (``answertype.asks_profile``) whether it asks about the user as a whole: facts and preferences then do
-    (``profile_first`` puts them first).
+    (``profile_first`` puts them first); ``recap``, the span a question asks to recap (``answertype.asks_recap``:
+    "我昨天跟你说了什么"): the memories made in it then do (``recap_first`` puts them first).
     ``baseline`` (the query's cosine to unrelated texts, ``relevance.NullBaseline``; one floor, or one per form of
     item as ``NullBaseline.floors`` gives) adds the signal
     ``relevant`` (1 or 0) to each item; with ``options.relevance_floor`` irrelevant items are dropped.
@@ -149,7 +150,7 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
     # the loop's invariants, once (recall ranks ~100-200 candidates a query; this loop is most of it)
     kw_weight = options.keyword_weight
     dense_weight = 1 - kw_weight
-    when_bonus = options.answer_weight if asks_when or asks_feeling or asks_profile else 0.0
+    when_bonus = options.answer_weight if asks_when or asks_feeling or asks_profile or recap else 0.0
     fade = Fade(policy, now) if options.forgetting else None
     scored: list[Recalled] = []
     for cand in cands:
@@ -160,7 +161,8 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
         relevance = dense_weight * d + kw_weight * kw
         signals = {"dense": dense or 0.0, "keyword": keyword or 0.0}
         # a confided worry answers a question about how the user felt; a fact or preference one about the user
-        answers = (asks_feeling and confides(rec)) or (asks_profile and describes_user(rec))
+        answers = ((asks_feeling and confides(rec)) or (asks_profile and describes_user(rec))
+                   or (recap is not None and rec.kind != Kind.DOCUMENT and recap.contains(rec.created_at)))
         if baseline is not None:
             floor = baseline if isinstance(baseline, float | int) else baseline[form_of(rec.kind)]
             ok = relevant(dense, baseline=floor, pool_min=pool_min) or answers  # however far its words are
@@ -197,6 +199,24 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
         ))
     scored.sort(key=lambda it: (-it.score, it.id))
     return scored
+
+
+def recap_first(ranked: Sequence[Recalled], span: TimeWindow) -> list[Recalled]:
+    """``ranked`` with the memories made in ``span`` first, newest first, then the rest in their order: the answer
+    to a question that asks what was said or done then (``answertype.asks_recap``), whose words name no topic.
+    What was said is told once: a fact or preference drawn from a turn whose episode (or summary) is listed is
+    left out ("user: 我喜欢喝乌龙茶" says what "用户喜欢喝乌龙茶" says)."""
+    made = [it for it in ranked if it.source == "memory" and span.contains(it.created_at)]
+    told = {t for it in made if it.kind not in PROFILE_KINDS for t in it.source_turns}
+    told_when = {(it.thread_id, it.created_at) for it in made if it.kind not in PROFILE_KINDS}
+
+    def retold(it: Recalled) -> bool:  # drawn from a listed turn: by its turn ids, else by thread and moment
+        if it.kind not in PROFILE_KINDS:
+            return False
+        return told.issuperset(it.source_turns) if it.source_turns else (it.thread_id, it.created_at) in told_when
+
+    inside = sorted((it for it in made if not retold(it)), key=lambda it: (-it.created_at, it.id))
+    return inside + [it for it in ranked if not (it.source == "memory" and span.contains(it.created_at))]
 
 
 def profile_first(ranked: Sequence[Recalled]) -> list[Recalled]:

@@ -27,13 +27,14 @@ import numpy as np
 
 from mneme.clock import Clock, system_clock
 from mneme.memory import documents
-from mneme.memory.answertype import asks_feeling, asks_profile, asks_when
+from mneme.memory.answertype import asks_feeling, asks_profile, asks_recap, asks_when
 from mneme.memory.base import (
     MEMORY_KINDS,
     SHARED_TENANT,
     Kind,
     MemoryRecord,
     MemoryStore,
+    ScoredRecord,
     clean_text,
     validate_tenant,
 )
@@ -50,10 +51,19 @@ from mneme.memory.lowvalue import is_low_value
 from mneme.memory.neighbours import lift_neighbours
 from mneme.memory.overlap import Beside, working
 from mneme.memory.passages import judge_documents
-from mneme.memory.ranking import CANDIDATE_POOL, Candidate, Recalled, RecallOptions, profile_first, rank, select
+from mneme.memory.ranking import (
+    CANDIDATE_POOL,
+    Candidate,
+    Recalled,
+    RecallOptions,
+    profile_first,
+    rank,
+    recap_first,
+    select,
+)
 from mneme.memory.redaction import forget_remembered, redact
 from mneme.memory.relevance import Form, NullBaseline
-from mneme.memory.timewindow import TimeWindow, parse_time_window, time_affinity
+from mneme.memory.timewindow import AFFINITY_DECAY_DAYS, DAY, TimeWindow, parse_time_window, time_affinity
 from mneme.memory.tokenize import tokenize
 from mneme.memory.writing import TurnPlan, WritePolicy, aplan_turn, forget_previews, plan_turn, preview_plan
 
@@ -127,6 +137,12 @@ class _Batch:
     """``(user, content hash)`` pairs of the batch's turns already in the store (read once, before planning)."""
     slots: dict[tuple[str, Kind, str], MemoryRecord] = field(default_factory=dict)
     replies: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
+RECAP_DAYS = (7, 30, 365)
+"""How far back a recap question that names no time looks: the first of these spans (days) holding a memory."""
+RECAP_SLACK_DAYS = AFFINITY_DECAY_DAYS
+"""How far beyond a named window a recap looks when the window holds nothing (``time_affinity``'s decay days)."""
 
 
 def _new_id(prefix: str) -> str:
@@ -227,11 +243,16 @@ class MemoryService:
         window = parse_time_window(query, now) if opts.time_aware else None
         side = Beside(lambda: self._keyword_channel(user_id, query, terms, kinds, pool, opts))
         profile = asks_profile(query)
+        recap = opts.time_aware and asks_recap(query, window.expression if window is not None else "")
+        span: TimeWindow | None = None
         try:
             vector = self.store.embedder.embed([query])[0]
             dense = self.store.search(user_id, vector, kinds=kinds, k=pool, include_shared=opts.include_documents)
             if profile:  # "你对我了解多少？": every fact and preference is a candidate, not only those near its words
                 dense += self.store.search(user_id, vector, kinds=[Kind.FACT, Kind.PREFERENCE], k=pool)
+            if recap:  # "我昨天跟你说了什么": the memories made then are the candidates that answer
+                span, made = self._made_in(user_id, vector, window, now, pool)
+                dense += made
         finally:
             side.wait()  # never leave it running past this recall, even when the dense channel failed
         keyword, kind_of = side.result()
@@ -260,7 +281,7 @@ class MemoryService:
         strict = opts.relevance_floor  # applied below, once documents are judged by their sentences too
         ranked = rank(candidates, replace(opts, relevance_floor=False), now=now, window=window,
                       forgetting=self.forgetting, baseline=floors, asks_when=asks_when(query),
-                      asks_feeling=asks_feeling(query), asks_profile=profile)
+                      asks_feeling=asks_feeling(query), asks_profile=profile, recap=span)
         if strict:  # a memory under the floor is dropped before it can lift a neighbour (documents: judged below)
             ranked = [it for it in ranked if it.source == "document" or it.signals.get("relevant", 1.0) > 0]
         if pending:
@@ -272,6 +293,8 @@ class MemoryService:
             ranked = [it for it in head + ranked[4 * opts.k:] if it.signals.get("relevant", 1.0) > 0]
         if profile:
             ranked = profile_first(ranked)
+        if span is not None:
+            ranked = recap_first(ranked, span)
         out = select(ranked, opts, embed=self.store.embedder.embed)
         if not strict:
             out = judge_documents(out, vector, baseline, self.store.embedder.embed)  # by their best sentence
@@ -283,6 +306,25 @@ class MemoryService:
                 logger.warning("recall: could not reinforce the recalled memories of %s: %s: %s", user_id,
                                type(exc).__name__, exc)
         return out
+
+    def _made_in(self, user_id: str, vector: Sequence[float], window: TimeWindow | None, now: float, pool: int,
+                 ) -> tuple[TimeWindow | None, list[ScoredRecord]]:
+        """The span a recap question asks about and the user's memories made in it: the window it names
+        ("昨天", "last week"; if that holds nothing, widened by the days a time affinity fades over, as a person
+        asked about "two weeks ago" also tells of nine days ago), or, when it names none ("我们上次聊了什么？",
+        "What have I been up to lately?"), the last week, else month, else year that holds any memory
+        (``RECAP_DAYS``)."""
+        if window is not None:
+            near = RECAP_SLACK_DAYS * DAY
+            spans = [window, TimeWindow(window.start - near, window.end + near, window.expression, "range")]
+        else:
+            spans = [TimeWindow(now - days * DAY, now + 1.0, "recent", "range") for days in RECAP_DAYS]
+        for span in spans:
+            made = [{"created_at": {"$gte": span.start}}, {"created_at": {"$lt": span.end}}]
+            hits = self.store.search(user_id, vector, kinds=MEMORY_KINDS, k=pool, where={"$and": made})
+            if hits:
+                return span, hits
+        return window, []
 
     def _keyword_channel(self, user_id: str, query: str, terms: list[str], kinds: list[Kind], pool: int,
                          opts: RecallOptions) -> tuple[list[tuple[str, float]], dict[str, str]]:

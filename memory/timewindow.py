@@ -904,7 +904,11 @@ def parse_time_window(query: str, now: float, *, tz: str | tzinfo = "UTC") -> Ti
     return TimeWindow(ts(first), ts(after), best[3], granularity)
 
 
-def time_affinity(created_at: float, window: TimeWindow, *, decay_days: float = 3.0) -> float:
+AFFINITY_DECAY_DAYS = 3.0
+"""Days over which a time outside a window fades to 1/e of the affinity of one inside it."""
+
+
+def time_affinity(created_at: float, window: TimeWindow, *, decay_days: float = AFFINITY_DECAY_DAYS) -> float:
     """1.0 for a time inside the window, ``exp(-d / decay_days)`` at ``d`` days outside it, in [0, 1].
 
     With ``decay_days <= 0`` the edge is hard (0.0 outside). A non-finite time scores 0.0.

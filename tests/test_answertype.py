@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mneme.clock import FixedClock
 from mneme.errors import InvalidInputError
 from mneme.graph.context import Context
-from mneme.memory.answertype import asks_feeling, asks_profile, asks_when, confides, describes_user, tells_when
+from mneme.memory.answertype import (
+    asks_feeling,
+    asks_profile,
+    asks_recap,
+    asks_when,
+    confides,
+    describes_user,
+    tells_when,
+)
 from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.eventtime import END, NAMES_TIME, START
 from mneme.memory.inprocess import InProcessStore
@@ -197,3 +207,52 @@ def test_a_question_about_the_user_lists_what_is_known_of_them(question: str) ->
     topic = service.recall("u", "我的猫叫什么？", options=strict)  # a question with a topic is not a profile
     assert topic and "豆豆" in topic[0].text and all("乌龙茶" not in it.text for it in topic)
     assert service.recall("v", question, options=strict) == []  # another user knows nothing of u
+
+
+@pytest.mark.parametrize(("query", "recap"), [
+    ("我们上次聊了什么？", True), ("我昨天跟你说了什么", True), ("我最近在忙什么", True), ("这几天我都干了啥", True),
+    ("上周我们聊了什么", True), ("最近发生了什么", True), ("你还记得我们聊过什么吗", True),
+    ("我3月5日跟你说了什么", True),
+    ("What did we talk about last time?", True), ("What have I been up to lately?", True),
+    ("What did I tell you yesterday?", True), ("What did I do last weekend?", True),
+    # a topic is named, or the assistant is asked about itself
+    ("我昨天跟你说了我的猫什么", False), ("What did I say about my cat?", False), ("我上周去哪玩了", False),
+    ("我在学校做了什么实验", False), ("我女儿最近在忙什么", False), ("你在忙什么", False),
+    ("What have you been up to?", False), ("What did Caroline say?", False), ("What happened to my car?", False),
+    ("我们聊过的那本书叫什么", False)])
+def test_a_question_that_asks_what_was_said_or_done_then(query: str, recap: bool) -> None:
+    from mneme.memory.timewindow import parse_time_window
+
+    window = parse_time_window(query, MON_17_JULY)
+    assert asks_recap(query, window.expression if window else "") is recap
+
+
+DAYS_AGO = [(20, "我在准备考研，数学好难"), (9, "这周末去爬了黄山，风景很美"), (3, "我最近在学做蛋糕，第一次烤焦了"),
+            (1, "今天面试了一家互联网公司，感觉还不错"), (1, "I went to the dentist and got a filling"),
+            (1, "我住在杭州")]
+
+
+@pytest.mark.slow  # loads the offline use-m3 model: the relevance floor is about a real embedder's cosines
+@pytest.mark.parametrize("backend", ["memory", "chroma"])
+def test_a_recap_lists_what_was_said_then_newest_first(backend: str, tmp_path: Path) -> None:
+    from mneme.embeddings import load_embedder
+    from mneme.memory.chroma import open_chroma_store
+
+    embedder = load_embedder("use-m3")
+    store = InProcessStore(embedder) if backend == "memory" else open_chroma_store(data_dir=tmp_path, embedder=embedder)
+    service = MemoryService(store, keyword=KeywordIndex(None), clock=FixedClock(MON_17_JULY))
+    for days, text in DAYS_AGO:
+        service.remember_turn("u", user_text=text, thread_id=f"t{days}", now=MON_17_JULY - days * DAY + 3600)
+    strict = RecallOptions(k=4, reinforce=False, relevance_floor=True)
+
+    def said(question: str) -> list[str]:
+        return [it.text for it in service.recall("u", question, options=strict)]
+
+    assert "用户住在杭州" in {r.text for r in service.store.scan("u", kinds=[Kind.FACT])}
+    yesterday = said("我昨天跟你说了什么")  # that day only, both languages, what was said told once (not the fact)
+    assert sorted(t[6:9] for t in yesterday) == ["I w", "今天面", "我住在"], yesterday
+    lately = said("What have I been up to lately?")  # no time named: the last week, newest first
+    assert len(lately) == 4 and "蛋糕" in lately[-1] and not any("考研" in t or "黄山" in t for t in lately)
+    assert any("黄山" in t for t in said("What did I tell you two weeks ago?"))  # 9 days: the window, widened
+    assert said("我的猫叫什么？") == []  # not a recap: the floor still holds
+    assert service.recall("v", "我们上次聊了什么？", options=strict) == []  # another user has said nothing
