@@ -107,9 +107,10 @@ _RECAP = re.compile(
 _NOT_A_TOPIC = re.compile(
     r"我们|咱们|跟你|和你|对你|给你|你还|我|你|都|还|也|又|就|一下|一共|总共|记得|知道|吗|呢|呀|啊|吧|了|过|的"
     r"|最近|近来|这几天|这段时间|这阵子|前几天|前阵子|上次|之前|以前|那天|那时候?|今天|昨天|前天|上周末?|这周末?|本周"
-    r"|上个?月|这个?月|去年|今年|刚才|早上|上午|中午|下午|晚上|周末"
+    r"|上个?月|这个?月|去年|今年|刚才|早上|上午|中午|下午|晚上|周末|接下来|之后|以后|将来|未来|有|是|要|安排|计划|打算|行程|日程"
     r"|(?i:\b(?:i|we|you|me|us|do|did|can|could|remember|tell|please|again|so far|lately|recently|these days|"
-    r"last|this|time|before|the other day|today|yesterday|week|weekend|month|year|ago|in|on|at|the|a|an)\b)"
+    r"last|this|time|before|the other day|today|yesterday|week|weekend|month|year|ago|in|on|at|the|a|an|"
+    r"next|tomorrow|soon|coming|upcoming|are|is|what|my|to|have|plans?|schedule|agenda)\b)"
     r"|[\W\d_]")
 
 
@@ -126,10 +127,39 @@ def asks_recap(query: str, time_words: str = "") -> bool:
     found = _RECAP.search(query)
     if found is None or _ASKS_ASSISTANT.search(query):
         return False
-    rest = query[:found.start()] + " " + query[found.end():]
+    return not names_topic(query, found.group(), time_words)
+
+
+_ASKS_PLANS = re.compile(
+    r"(?:什么|哪些|啥)(?:安排|计划|打算|行程|日程|待办|事要做)|(?:安排|计划|打算|行程|日程)(?:是什么|有哪些|是啥|呢)"
+    r"|(?:要|得|准备|打算)(?:做|干|去)(?:什么|啥|哪)|说过要(?:做|干|去)(?:什么|啥|哪)"
+    r"|(?i:\bmy (?:plans?|schedule|agenda)\b|\bwhat (?:am i|do i have) (?:doing|planned|going to do|coming up"
+    r"|scheduled|on)\b|\bwhat(?:'s| is) (?:on my|coming up|next for me)\b"
+    r"|\bwhat did i (?:say|tell you) i (?:would|was going to|will)\b|\bwhere am i going\b"
+    r"|\bam i going anywhere\b|\bwhat do i (?:need|have) to do\b)")
+"""A question about what the user plans or has ahead ("我接下来有什么安排？", "我下周有什么计划", "我之前说过要做什么",
+"What are my plans?", "What do I have coming up?"): answered by the memories that tell of an event still ahead
+(their stored event span), not by the turns whose words come closest."""
+
+
+def asks_plans(query: str, time_words: str = "") -> str | None:
+    """Whether ``query`` asks what the user plans or has ahead (``_ASKS_PLANS``): ``"all"`` when it names nothing
+    else ("我下周有什么安排？": every plan then, soonest first), ``"topic"`` when it also names a topic ("我下周要去哪里
+    出差": the topic still ranks), None when it does not ask."""
+    found = _ASKS_PLANS.search(query)
+    if found is None:
+        return None
+    return "topic" if names_topic(query, found.group(), time_words) else "all"
+
+
+def names_topic(query: str, asked: str, time_words: str = "") -> bool:
+    """Whether ``query`` names something besides ``asked`` (the words that ask), its time words (``time_words``,
+    the expression a parsed time window came from, and the vague ones: 最近, 上次, lately) and pronouns:
+    "我下周要去哪里出差" names 出差, "我下周有什么安排" names nothing."""
+    rest = query.replace(asked, " ", 1)
     if time_words:
         rest = rest.replace(time_words, " ")
-    return not _NOT_A_TOPIC.sub("", rest).strip()
+    return bool(_NOT_A_TOPIC.sub("", rest).strip())
 
 
 def asks_feeling(query: str) -> bool:

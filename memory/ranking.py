@@ -127,7 +127,8 @@ class Candidate:
 def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
          window: TimeWindow | None = None, forgetting: ForgettingPolicy | None = None,
          baseline: float | Mapping[Form, float] | None = None, asks_when: str | None = None,
-         asks_feeling: bool = False, asks_profile: bool = False, recap: TimeWindow | None = None) -> list[Recalled]:
+         asks_feeling: bool = False, asks_profile: bool = False, recap: TimeWindow | None = None,
+         ahead: TimeWindow | None = None) -> list[Recalled]:
     """Score every candidate as the module docstring says; all that pass the floor, best first (ties by id).
 
     ``asks_when`` is what the query asks for (``answertype.asks_when``: "when", "how long" or None);
@@ -135,7 +136,9 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
     worries then get the answer bonus and count as relevant under the floor; ``asks_profile``
     (``answertype.asks_profile``) whether it asks about the user as a whole: facts and preferences then do
     (``profile_first`` puts them first); ``recap``, the span a question asks to recap (``answertype.asks_recap``:
-    "我昨天跟你说了什么"): the memories made in it then do (``recap_first`` puts them first).
+    "我昨天跟你说了什么"): the memories made in it then do (``recap_first`` puts them first); ``ahead``, the span a
+    question about plans looks at (``answertype.asks_plans``: "我下周有什么安排？"): the memories telling of an event
+    in it then do (``plans_first`` can put them first).
     ``baseline`` (the query's cosine to unrelated texts, ``relevance.NullBaseline``; one floor, or one per form of
     item as ``NullBaseline.floors`` gives) adds the signal
     ``relevant`` (1 or 0) to each item; with ``options.relevance_floor`` irrelevant items are dropped.
@@ -150,7 +153,7 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
     # the loop's invariants, once (recall ranks ~100-200 candidates a query; this loop is most of it)
     kw_weight = options.keyword_weight
     dense_weight = 1 - kw_weight
-    when_bonus = options.answer_weight if asks_when or asks_feeling or asks_profile or recap else 0.0
+    when_bonus = options.answer_weight if asks_when or asks_feeling or asks_profile or recap or ahead else 0.0
     fade = Fade(policy, now) if options.forgetting else None
     scored: list[Recalled] = []
     for cand in cands:
@@ -162,7 +165,8 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
         signals = {"dense": dense or 0.0, "keyword": keyword or 0.0}
         # a confided worry answers a question about how the user felt; a fact or preference one about the user
         answers = ((asks_feeling and confides(rec)) or (asks_profile and describes_user(rec))
-                   or (recap is not None and rec.kind != Kind.DOCUMENT and recap.contains(rec.created_at)))
+                   or (recap is not None and rec.kind != Kind.DOCUMENT and recap.contains(rec.created_at))
+                   or (ahead is not None and rec.kind != Kind.DOCUMENT and tells_of(rec.metadata, ahead)))
         if baseline is not None:
             floor = baseline if isinstance(baseline, float | int) else baseline[form_of(rec.kind)]
             ok = relevant(dense, baseline=floor, pool_min=pool_min) or answers  # however far its words are
@@ -199,6 +203,20 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
         ))
     scored.sort(key=lambda it: (-it.score, it.id))
     return scored
+
+
+def tells_of(metadata: Mapping[str, Any], span: TimeWindow) -> bool:
+    """Whether a record's stored event span (``eventtime``) overlaps ``span``."""
+    event = span_of(metadata)
+    return event is not None and event[1] > span.start and event[0] < span.end
+
+
+def plans_first(ranked: Sequence[Recalled], span: TimeWindow) -> list[Recalled]:
+    """``ranked`` with the memories that tell of an event in ``span`` first, soonest first, then the rest in their
+    order: the answer to a question about what the user has ahead that names nothing else ("我接下来有什么安排？")."""
+    ahead = [it for it in ranked if it.source == "memory" and tells_of(it.metadata, span)]
+    ahead.sort(key=lambda it: (span_of(it.metadata) or (0.0, 0.0))[0])  # stable: ties keep their rank
+    return ahead + [it for it in ranked if not (it.source == "memory" and tells_of(it.metadata, span))]
 
 
 def recap_first(ranked: Sequence[Recalled], span: TimeWindow) -> list[Recalled]:

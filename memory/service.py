@@ -27,7 +27,7 @@ import numpy as np
 
 from mneme.clock import Clock, system_clock
 from mneme.memory import documents
-from mneme.memory.answertype import asks_feeling, asks_profile, asks_recap, asks_when
+from mneme.memory.answertype import asks_feeling, asks_plans, asks_profile, asks_recap, asks_when
 from mneme.memory.base import (
     MEMORY_KINDS,
     SHARED_TENANT,
@@ -56,6 +56,7 @@ from mneme.memory.ranking import (
     Candidate,
     Recalled,
     RecallOptions,
+    plans_first,
     profile_first,
     rank,
     recap_first,
@@ -141,6 +142,8 @@ class _Batch:
 
 RECAP_DAYS = (7, 30, 365)
 """How far back a recap question that names no time looks: the first of these spans (days) holding a memory."""
+AHEAD_DAYS = 10 * 365
+"""How far ahead a question about plans that names no time looks."""
 RECAP_SLACK_DAYS = AFFINITY_DECAY_DAYS
 """How far beyond a named window a recap looks when the window holds nothing (``time_affinity``'s decay days)."""
 
@@ -243,8 +246,11 @@ class MemoryService:
         window = parse_time_window(query, now) if opts.time_aware else None
         side = Beside(lambda: self._keyword_channel(user_id, query, terms, kinds, pool, opts))
         profile = asks_profile(query)
-        recap = opts.time_aware and asks_recap(query, window.expression if window is not None else "")
+        time_words = window.expression if window is not None else ""
+        plans = asks_plans(query, time_words) if opts.time_aware else None
+        recap = opts.time_aware and not plans and asks_recap(query, time_words)
         span: TimeWindow | None = None
+        ahead: TimeWindow | None = None
         try:
             vector = self.store.embedder.embed([query])[0]
             dense = self.store.search(user_id, vector, kinds=kinds, k=pool, include_shared=opts.include_documents)
@@ -253,6 +259,10 @@ class MemoryService:
             if recap:  # "我昨天跟你说了什么": the memories made then are the candidates that answer
                 span, made = self._made_in(user_id, vector, window, now, pool)
                 dense += made
+            if plans:  # "我接下来有什么安排？": those telling of an event ahead (or in the window named)
+                ahead = window or TimeWindow(now, now + AHEAD_DAYS * DAY, "ahead", "range")
+                told = [{EVENT_END: {"$gt": ahead.start}}, {EVENT_START: {"$lt": ahead.end}}]
+                dense += self.store.search(user_id, vector, kinds=MEMORY_KINDS, k=pool, where={"$and": told})
         finally:
             side.wait()  # never leave it running past this recall, even when the dense channel failed
         keyword, kind_of = side.result()
@@ -281,7 +291,7 @@ class MemoryService:
         strict = opts.relevance_floor  # applied below, once documents are judged by their sentences too
         ranked = rank(candidates, replace(opts, relevance_floor=False), now=now, window=window,
                       forgetting=self.forgetting, baseline=floors, asks_when=asks_when(query),
-                      asks_feeling=asks_feeling(query), asks_profile=profile, recap=span)
+                      asks_feeling=asks_feeling(query), asks_profile=profile, recap=span, ahead=ahead)
         if strict:  # a memory under the floor is dropped before it can lift a neighbour (documents: judged below)
             ranked = [it for it in ranked if it.source == "document" or it.signals.get("relevant", 1.0) > 0]
         if pending:
@@ -295,6 +305,8 @@ class MemoryService:
             ranked = profile_first(ranked)
         if span is not None:
             ranked = recap_first(ranked, span)
+        if ahead is not None and plans == "all":
+            ranked = plans_first(ranked, ahead)
         out = select(ranked, opts, embed=self.store.embedder.embed)
         if not strict:
             out = judge_documents(out, vector, baseline, self.store.embedder.embed)  # by their best sentence

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from mneme.errors import InvalidInputError
 from mneme.graph.context import Context
 from mneme.memory.answertype import (
     asks_feeling,
+    asks_plans,
     asks_profile,
     asks_recap,
     asks_when,
@@ -227,6 +229,26 @@ def test_a_question_that_asks_what_was_said_or_done_then(query: str, recap: bool
     assert asks_recap(query, window.expression if window else "") is recap
 
 
+def said_days_ago(backend: str, tmp_path: Path, turns: list[tuple[int, str]], k: int,
+                  ) -> tuple[MemoryService, Callable[..., list[str]]]:
+    """A service over the real use-m3 model (``backend``: in-process or embedded Chroma) where user ``u`` said each
+    text that many days before MON_17_JULY, and ``said(question, user="u")``: the texts recalled, floor applied."""
+    from mneme.embeddings import load_embedder
+    from mneme.memory.chroma import open_chroma_store
+
+    embedder = load_embedder("use-m3")
+    store = InProcessStore(embedder) if backend == "memory" else open_chroma_store(data_dir=tmp_path, embedder=embedder)
+    service = MemoryService(store, keyword=KeywordIndex(None), clock=FixedClock(MON_17_JULY))
+    for days, text in turns:
+        service.remember_turn("u", user_text=text, thread_id=f"t{days}", now=MON_17_JULY - days * DAY + 3600)
+    strict = RecallOptions(k=k, reinforce=False, relevance_floor=True)
+
+    def said(question: str, user: str = "u") -> list[str]:
+        return [it.text for it in service.recall(user, question, options=strict)]
+
+    return service, said
+
+
 DAYS_AGO = [(20, "我在准备考研，数学好难"), (9, "这周末去爬了黄山，风景很美"), (3, "我最近在学做蛋糕，第一次烤焦了"),
             (1, "今天面试了一家互联网公司，感觉还不错"), (1, "I went to the dentist and got a filling"),
             (1, "我住在杭州")]
@@ -235,19 +257,7 @@ DAYS_AGO = [(20, "我在准备考研，数学好难"), (9, "这周末去爬了�
 @pytest.mark.slow  # loads the offline use-m3 model: the relevance floor is about a real embedder's cosines
 @pytest.mark.parametrize("backend", ["memory", "chroma"])
 def test_a_recap_lists_what_was_said_then_newest_first(backend: str, tmp_path: Path) -> None:
-    from mneme.embeddings import load_embedder
-    from mneme.memory.chroma import open_chroma_store
-
-    embedder = load_embedder("use-m3")
-    store = InProcessStore(embedder) if backend == "memory" else open_chroma_store(data_dir=tmp_path, embedder=embedder)
-    service = MemoryService(store, keyword=KeywordIndex(None), clock=FixedClock(MON_17_JULY))
-    for days, text in DAYS_AGO:
-        service.remember_turn("u", user_text=text, thread_id=f"t{days}", now=MON_17_JULY - days * DAY + 3600)
-    strict = RecallOptions(k=4, reinforce=False, relevance_floor=True)
-
-    def said(question: str) -> list[str]:
-        return [it.text for it in service.recall("u", question, options=strict)]
-
+    service, said = said_days_ago(backend, tmp_path, DAYS_AGO, k=4)
     assert "用户住在杭州" in {r.text for r in service.store.scan("u", kinds=[Kind.FACT])}
     yesterday = said("我昨天跟你说了什么")  # that day only, both languages, what was said told once (not the fact)
     assert sorted(t[6:9] for t in yesterday) == ["I w", "今天面", "我住在"], yesterday
@@ -255,4 +265,33 @@ def test_a_recap_lists_what_was_said_then_newest_first(backend: str, tmp_path: P
     assert len(lately) == 4 and "蛋糕" in lately[-1] and not any("考研" in t or "黄山" in t for t in lately)
     assert any("黄山" in t for t in said("What did I tell you two weeks ago?"))  # 9 days: the window, widened
     assert said("我的猫叫什么？") == []  # not a recap: the floor still holds
-    assert service.recall("v", "我们上次聊了什么？", options=strict) == []  # another user has said nothing
+    assert said("我们上次聊了什么？", user="v") == []  # another user has said nothing
+
+
+@pytest.mark.parametrize(("query", "plans"), [
+    ("我接下来有什么安排？", "all"), ("我下周有什么计划", "all"), ("我之前说过要做什么", "all"),
+    ("我明天要干什么", "all"),
+    ("What are my plans?", "all"), ("What do I have coming up?", "all"), ("What's on my schedule next week?", "all"),
+    ("我下周要去哪里出差", "topic"),  # a plan with a topic: the topic still ranks
+    ("我打算明年去日本旅游", None), ("我的计划失败了", None), ("这个计划怎么样", None), ("我昨天做了什么", None),
+    ("What did I do last weekend?", None)])
+def test_a_question_about_plans(query: str, plans: str | None) -> None:
+    from mneme.memory.timewindow import parse_time_window
+
+    window = parse_time_window(query, MON_17_JULY)
+    assert asks_plans(query, window.expression if window else "") == plans
+
+
+@pytest.mark.slow  # loads the offline use-m3 model: the relevance floor is about a real embedder's cosines
+@pytest.mark.parametrize("backend", ["memory", "chroma"])
+def test_a_question_about_plans_lists_what_lies_ahead_soonest_first(backend: str, tmp_path: Path) -> None:
+    plans = [(15, "我打算明年去日本旅游"), (10, "我明天要加班"), (8, "我喜欢喝乌龙茶"), (2, "我下周要去医院复查"),
+             (1, "I'm flying to Paris next Friday")]
+    _, said = said_days_ago(backend, tmp_path, plans, k=5)
+
+    for question in ["我接下来有什么安排？", "What are my plans?"]:
+        got = said(question)  # what lies ahead first, soonest first, in both languages: 下周 from 17 July, Paris on
+        assert [t[6:9] for t in got[:3]] == ["我下周", "I'm", "我打算"], got  # the 21st, Japan next year
+        assert not any("乌龙茶" in t for t in got)  # not a plan (加班 was for 8 July: after them, if at all)
+    assert "Paris" in said("What's on my schedule next week?")[0]  # the window named: 21-27 July 2023
+    assert said("我接下来有什么安排？", user="v") == []  # another user has no plans of u's
