@@ -101,9 +101,11 @@ _RECAP = re.compile(
     r"(?:聊|说|讲|谈|告诉(?:你|过你|了你)?|提|分享)(?:了|过)?(?:些|了些)?(?:什么|啥|哪些)(?:事情?|话题|东西|内容)?"
     r"|(?:在)?忙(?:些|了些|了)?(?:什么|啥)|(?:做|干)(?:了|过)?(?:些)?(?:什么|啥|嘛)(?:事情?)?"
     r"|发生(?:了|过)?(?:什么|啥)(?:事情?)?|有什么新鲜事"
-    r"|(?i:\bwhat (?:did|have|do) (?:we|i) (?:(?:been )?talk(?:ed|ing)? about|(?:been )?chat(?:ted|ting)? about"
+    r"|(?i:\bwhat (?:did|have) (?:we|i) (?:(?:been )?talk(?:ed|ing)? about|(?:been )?chat(?:ted|ting)? about"
     r"|discuss(?:ed)?|say|said|tell you|told you|do|done|been doing|been up to|been talking about)"
     r"|\bwhat was i (?:doing|up to)\b|\bwhat (?:has )?happened\b|\bwhat(?:'s| is| has been) new with me\b)")
+_PAST_ZH = re.compile(r"[了过]|在忙|最近|昨天|前天|上次|上周|上个?月|之前|以前|那天|前几天|刚才|去年|新鲜事")
+"""A Chinese recap looks back: "我周末干什么？" asks a habit, "我周末干了什么？" a recap."""
 _NOT_A_TOPIC = re.compile(
     r"我们|咱们|跟你|和你|对你|给你|你还|我|你|都|还|也|又|就|一下|一共|总共|记得|知道|吗|呢|呀|啊|吧|了|过|的"
     r"|最近|近来|这几天|这段时间|这阵子|前几天|前阵子|上次|之前|以前|那天|那时候?|今天|昨天|前天|上周末?|这周末?|本周"
@@ -123,9 +125,12 @@ def asks_recap(query: str, time_words: str = "") -> bool:
     """Whether ``query`` asks what was said or done in a time rather than about a topic ("我们上次聊了什么？",
     "我昨天跟你说了什么", "我最近在忙什么", "What did we talk about last time?", "What have I been up to lately?"):
     a recap verb, and nothing else but time words (``time_words``, the expression a parsed time window came from,
-    is time words too) and pronouns. Not "我昨天跟你说了我的猫什么" or "What did I say about my cat?" (a topic)."""
+    is time words too) and pronouns, looking back (了, 过, 昨天, 最近…; did, have). Not "我昨天跟你说了我的猫什么" or
+    "What did I say about my cat?" (a topic), nor "我周末干什么？" (a habit)."""
     found = _RECAP.search(query)
     if found is None or _ASKS_ASSISTANT.search(query):
+        return False
+    if not found.group().isascii() and not _PAST_ZH.search(query):
         return False
     return not names_topic(query, found.group(), time_words)
 

@@ -221,7 +221,7 @@ def test_a_question_about_the_user_lists_what_is_known_of_them(question: str) ->
     ("我昨天跟你说了我的猫什么", False), ("What did I say about my cat?", False), ("我上周去哪玩了", False),
     ("我在学校做了什么实验", False), ("我女儿最近在忙什么", False), ("你在忙什么", False),
     ("What have you been up to?", False), ("What did Caroline say?", False), ("What happened to my car?", False),
-    ("我们聊过的那本书叫什么", False)])
+    ("我们聊过的那本书叫什么", False), ("我周末干什么？", False), ("What do I do on weekends?", False)])
 def test_a_question_that_asks_what_was_said_or_done_then(query: str, recap: bool) -> None:
     from mneme.memory.timewindow import parse_time_window
 
