@@ -69,15 +69,15 @@ the delay?"."""
 
 
 _ASKS_PROFILE = re.compile(
-    r"你(?:都|还|一共)?(?:知道|了解|记得|记住了?)(?:关于)?我(?:的)?(?:什么|哪些|多少|些什么|啥|哪些事|的事|吗|么)"
+    r"你(?:都|还|一共)?(?:知道|了解|记得|记住了?)(?:关于)?我(?:的)?(?:什么|哪些|多少|些什么|啥|哪些事|的事)?(?:吗|么|呢)?\W*$"
     r"|你对我(?:有)?(?:多少|哪些|什么|几分)?(?:了解|认识|印象)"
-    r"|关于我(?:的事|的情况|的事情)?[，,]?你(?:都|还)?(?:知道|了解|记得)"
+    r"|关于我(?:的事|的情况|的事情)?[，,]?你(?:都|还)?(?:知道|了解|记得)(?:什么|哪些|多少|些什么|啥)?(?:吗|呢)?\W*$"
     r"|(?:介绍|描述|总结)一下我(?:自己)?(?:吧|呗)?\W*$|说说(?:你眼中的|你了解的|你记得的)?我(?:吧|呗|自己)?\W*$"
-    r"|我是(?:个|一个)?什么样的人|^\W*我是谁\W*$|用户的(?:个人)?(?:信息|资料|画像|基本情况)"
-    r"|(?i:\bwhat (?:do|did|can) you (?:know|remember|recall) about (?:me|myself|the user)\b"
-    r"|\bwhat have i told you about (?:me|myself)\b|\btell me (?:about myself|what you know about me"
-    r"|everything you (?:know|remember))\b|^\W*who am i\W*$|\bdescribe me\b|\bdo you remember me\b"
-    r"|\b(?:information|facts) about the user\b|\buser(?:'s)? profile\b)")
+    r"|我是(?:个|一个)?什么样的人|^\W*我是谁\W*$|^\W*用户的(?:个人)?(?:信息|资料|画像|基本情况)(?:有哪些|是什么)?\W*$"
+    r"|(?i:\bwhat (?:do|did|can) you (?:know|remember|recall) about (?:me|myself|the user)\W*$"
+    r"|\bwhat have i told you about (?:me|myself)\W*$|\btell me (?:about myself|what you know about me"
+    r"|everything you (?:know|remember) about me)\W*$|^\W*who am i\W*$|\bdescribe me\W*$|\bdo you remember me\W*$"
+    r"|^\W*what (?:information|facts) about the user (?:are|is) (?:stored|known|kept)\W*$)")
 """A question about the user as a whole ("你对我了解多少？", "你都记得我什么？", "介绍一下我", "What do you know about
 me?", "Who am I?"): answered by what is kept about the user, the facts and preferences, not by the turns whose words
 come closest to a question that names no topic. Not "你记得我的猫吗？" or "你知道我住哪吗？" (a topic is named)."""
@@ -102,14 +102,14 @@ _RECAP = re.compile(
     r"|(?:在)?忙(?:些|了些|了)?(?:什么|啥)|(?:做|干)(?:了|过)?(?:些)?(?:什么|啥|嘛)(?:事情?)?"
     r"|发生(?:了|过)?(?:什么|啥)(?:事情?)?|有什么新鲜事"
     r"|(?i:\bwhat (?:did|have) (?:we|i) (?:(?:been )?talk(?:ed|ing)? about|(?:been )?chat(?:ted|ting)? about"
-    r"|discuss(?:ed)?|say|said|tell you|told you|do|done|been doing|been up to|been talking about)"
+    r"|discuss(?:ed)?|say|said|tell you|told you|done|do|been doing|been up to|been talking about)\b"
     r"|\bwhat was i (?:doing|up to)\b|\bwhat (?:has )?happened\b|\bwhat(?:'s| is| has been) new with me\b)")
 _PAST_ZH = re.compile(r"[了过]|在忙|最近|昨天|前天|上次|上周|上个?月|之前|以前|那天|前几天|刚才|去年|新鲜事")
 """A Chinese recap looks back: "我周末干什么？" asks a habit, "我周末干了什么？" a recap."""
 _NOT_A_TOPIC = re.compile(
     r"我们|咱们|跟你|和你|对你|给你|你还|我|你|都|还|也|又|就|一下|一共|总共|记得|知道|吗|呢|呀|啊|吧|了|过|的"
     r"|最近|近来|这几天|这段时间|这阵子|前几天|前阵子|上次|之前|以前|那天|那时候?|今天|昨天|前天|上周末?|这周末?|本周"
-    r"|上个?月|这个?月|去年|今年|刚才|早上|上午|中午|下午|晚上|周末|接下来|之后|以后|将来|未来|有|是|要|安排|计划|打算|行程|日程"
+    r"|上个?月|这个?月|去年|今年|刚才|早上|上午|中午|下午|晚上|周末|明天|后天|下周|下个?月|明年|下次|接下来|之后|以后|将来|未来|有|是|要|安排|计划|打算|行程|日程"
     r"|(?i:\b(?:i|we|you|me|us|do|did|can|could|remember|tell|please|again|so far|lately|recently|these days|"
     r"last|this|time|before|the other day|today|yesterday|week|weekend|month|year|ago|in|on|at|the|a|an|"
     r"next|tomorrow|soon|coming|upcoming|are|is|what|my|to|have|plans?|schedule|agenda)\b)"
@@ -118,6 +118,11 @@ _NOT_A_TOPIC = re.compile(
 
 _ASKS_ASSISTANT = re.compile(
     r"^\W*你(?:最近|这几天|今天|现在)?(?:在|都)?(?:忙|做|干)|(?i:\bwhat (?:are|have) you been\b)")
+
+
+def _of_assistant(query: str) -> bool:
+    """A Chinese question about "你" with no "我" in it ("你有什么计划？", "你说什么？") asks about the assistant."""
+    return "你" in query and "我" not in query
 """"你在忙什么？", "What have you been up to?": asked of the assistant, not a recap of the user's own."""
 
 
@@ -128,7 +133,7 @@ def asks_recap(query: str, time_words: str = "") -> bool:
     is time words too) and pronouns, looking back (了, 过, 昨天, 最近…; did, have). Not "我昨天跟你说了我的猫什么" or
     "What did I say about my cat?" (a topic), nor "我周末干什么？" (a habit)."""
     found = _RECAP.search(query)
-    if found is None or _ASKS_ASSISTANT.search(query):
+    if found is None or _ASKS_ASSISTANT.search(query) or _of_assistant(query):
         return False
     if not found.group().isascii() and not _PAST_ZH.search(query):
         return False
@@ -137,9 +142,9 @@ def asks_recap(query: str, time_words: str = "") -> bool:
 
 _ASKS_PLANS = re.compile(
     r"(?:什么|哪些|啥)(?:安排|计划|打算|行程|日程|待办|事要做)|(?:安排|计划|打算|行程|日程)(?:是什么|有哪些|是啥|呢)"
-    r"|(?:要|得|准备|打算)(?:做|干|去)(?:什么|啥|哪)|说过要(?:做|干|去)(?:什么|啥|哪)"
-    r"|(?i:\bmy (?:plans?|schedule|agenda)\b|\bwhat (?:am i|do i have) (?:doing|planned|going to do|coming up"
-    r"|scheduled|on)\b|\bwhat(?:'s| is) (?:on my|coming up|next for me)\b"
+    r"|(?:要|得|准备|打算|接下来)(?:做|干|去)(?:什么|啥|哪|嘛)|说过要(?:做|干|去)(?:什么|啥|哪|嘛)"
+    r"|(?i:\bwhat are my plans\b|\bwhat(?:'s| is) (?:my (?:plan|schedule|agenda)|on my (?:schedule|agenda|calendar)"
+    r"|coming up|next for me)\b|\bwhat (?:am i|do i have) (?:doing|planned|going to do|coming up|scheduled|on)\b"
     r"|\bwhat did i (?:say|tell you) i (?:would|was going to|will)\b|\bwhere am i going\b"
     r"|\bam i going anywhere\b|\bwhat do i (?:need|have) to do\b)")
 """A question about what the user plans or has ahead ("我接下来有什么安排？", "我下周有什么计划", "我之前说过要做什么",
@@ -147,14 +152,14 @@ _ASKS_PLANS = re.compile(
 (their stored event span), not by the turns whose words come closest."""
 
 
-def asks_plans(query: str, time_words: str = "") -> str | None:
-    """Whether ``query`` asks what the user plans or has ahead (``_ASKS_PLANS``): ``"all"`` when it names nothing
-    else ("我下周有什么安排？": every plan then, soonest first), ``"topic"`` when it also names a topic ("我下周要去哪里
-    出差": the topic still ranks), None when it does not ask."""
+def asks_plans(query: str, time_words: str = "") -> bool:
+    """Whether ``query`` asks what the user plans or has ahead (``_ASKS_PLANS``) and names nothing else
+    ("我下周有什么安排？": every plan then, soonest first). "我下周要去哪里出差" names 出差 and "What am I doing wrong?"
+    names "wrong": those rank as any question does (the window they name still counts)."""
     found = _ASKS_PLANS.search(query)
-    if found is None:
-        return None
-    return "topic" if names_topic(query, found.group(), time_words) else "all"
+    if found is None or _of_assistant(query):
+        return False
+    return not names_topic(query, found.group(), time_words)
 
 
 def names_topic(query: str, asked: str, time_words: str = "") -> bool:

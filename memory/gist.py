@@ -124,7 +124,7 @@ every said says tell told make made going been being doing whole today's since s
 there back away around again maybe lately moved went came getting started help yeah thanks sorry wow hey
 unfortunately pretty last next first keep keeps kept ever else once other anymore week weeks month months
 year years day days tonight morning evening got get gets let lot bit way too yes put say saw see try
-now new old big"""
+now new old big ago few yet one two three four five six seven eight nine ten don won"""
 _EN_GENERIC = frozenset(_EN_GENERIC_WORDS.split())
 _GRAPHIC_RE = re.compile(
     r"血|割腕|自残|跳楼|上吊|安眠药|吞药|刀|杀|强奸|性侵|尸体|打我|揍我|虐待|遗书"
@@ -181,6 +181,7 @@ def key_terms(message: str, said: list[tuple[int, int]], *, zh: bool, n: int = 4
     """Up to ``n`` content words of ``message`` (TF-IDF with parts of speech in Chinese, content words in
     English) that the gist's other parts do not already stand for: the words a later question may use.
     A clause with graphic detail (violence, self-harm, abuse) gives no terms at all."""
+    message = message.replace("\u2019", "'")  # don’t is don't (a word with an apostrophe), not "don"
     message = _CLAUSE_RE.sub(lambda m: " " * len(m.group()) if _GRAPHIC_RE.search(m.group()) else m.group(), message)
     def unsaid(term: str) -> bool:
         starts = [m.start() for m in re.finditer(re.escape(term), message, re.I)]

@@ -247,7 +247,7 @@ class MemoryService:
         side = Beside(lambda: self._keyword_channel(user_id, query, terms, kinds, pool, opts))
         profile = asks_profile(query)
         time_words = window.expression if window is not None else ""
-        plans = asks_plans(query, time_words) if opts.time_aware else None
+        plans = opts.time_aware and asks_plans(query, time_words)
         recap = opts.time_aware and not plans and asks_recap(query, time_words)
         span: TimeWindow | None = None
         ahead: TimeWindow | None = None
@@ -283,7 +283,8 @@ class MemoryService:
             logger.debug("dropping %d stale keyword entries", len(stale))
             self.indexed.drop_stale(stale)
         floors = self._null_baseline().floors(vector)  # per form of item: episodes, facts, documents
-        pending = self._queued_by_meaning(user_id, vector, pending, floors, list(dense_scores.values()), opts)
+        pending = self._queued_by_meaning(user_id, vector, pending, floors, list(dense_scores.values()), opts,
+                                          made_in=span)
         if not records and not pending:
             return []
         candidates = [Candidate(rec, dense_scores.get(rid), keyword_scores.get(rid)) for rid, rec in records.items()]
@@ -305,9 +306,10 @@ class MemoryService:
             ranked = profile_first(ranked)
         if span is not None:
             ranked = recap_first(ranked, span)
-        if ahead is not None and plans == "all":
+        if ahead is not None:
             ranked = plans_first(ranked, ahead)
-        out = select(ranked, opts, embed=self.store.embedder.embed)
+        ordered = profile or span is not None or ahead is not None  # MMR would undo the order the answer needs
+        out = select(ranked, replace(opts, mmr=False) if ordered else opts, embed=self.store.embedder.embed)
         if not strict:
             out = judge_documents(out, vector, baseline, self.store.embedder.embed)  # by their best sentence
         if opts.reinforce:
@@ -336,7 +338,7 @@ class MemoryService:
             hits = self.store.search(user_id, vector, kinds=MEMORY_KINDS, k=pool, where={"$and": made})
             if hits:
                 return span, hits
-        return window, []
+        return spans[0], []  # nothing stored in any: still the span (queued turns made in it answer)
 
     def _keyword_channel(self, user_id: str, query: str, terms: list[str], kinds: list[Kind], pool: int,
                          opts: RecallOptions) -> tuple[list[tuple[str, float]], dict[str, str]]:
@@ -363,12 +365,13 @@ class MemoryService:
 
     def _queued_by_meaning(self, user_id: str, vector: Sequence[float], hits: list[tuple[JournalEntry, float]],
                            floors: dict[Form, float], dense: list[float], opts: RecallOptions,
-                           ) -> list[tuple[JournalEntry, float]]:
+                           made_in: TimeWindow | None = None) -> list[tuple[JournalEntry, float]]:
         """``hits`` (queued turns sharing words with the query, with the share matched) joined with the queued
         turns whose embedding clears the relevance floor of their form: "What instrument am I learning?" finds
         the queued "我最近在学吉他" it shares no word with, as it will once the turn is stored. Each relevance is
         fused as ranking fuses a stored item's (the cosine normalised over the dense channel's range and the
-        queued turns', weighted against the words' share), never below the share of words alone."""
+        queued turns', weighted against the words' share), never below the share of words alone. Those made in
+        ``made_in`` (the span a recap asks about: "我们上次聊了什么？") are kept whatever their words."""
         if self.journal is None or opts.memory_weight <= 0:
             return hits
         try:
@@ -388,8 +391,8 @@ class MemoryService:
         for (entry, _), cosine in zip(queued, cosines.tolist(), strict=True):
             share = words.pop(entry.id, 0.0)
             form: Form = "first" if entry.preview.startswith("user:") else "third"
-            if cosine > floors[form]:
-                d = (cosine - lo) / (hi - lo) if hi > lo else 1.0
+            d = (cosine - lo) / (hi - lo) if hi > lo else 1.0
+            if cosine > floors[form] or (made_in is not None and made_in.contains(entry.created_at)):
                 out.append((entry, max(share, (1 - kw) * d + kw * share)))
             elif share > 0:
                 out.append((entry, share))

@@ -178,7 +178,10 @@ def test_a_question_about_feelings_lists_the_summary_under_the_relevance_floor(q
     # a topic is named: the topic decides, not the whole profile
     ("你记得我的猫吗", False), ("你知道我住哪吗", False), ("说说我的工作", False), ("我是一名护士", False),
     ("What do you know about my job?", False), ("Who am I meeting tomorrow?", False), ("我是谁的朋友", False),
-    ("我知道你是谁", False), ("Tell me about Paris", False)])
+    ("我知道你是谁", False), ("Tell me about Paris", False),
+    ("你知道我什么时候生日吗", False), ("你知道我多少岁吗", False), ("你还记得我哪些朋友吗", False),  # found in review
+    ("Tell me everything you know about Paris", False), ("怎么保护用户的个人信息", False),
+    ("How do I edit the user profile page?", False)])
 def test_a_question_about_the_user_as_a_whole(query: str, profile: bool) -> None:
     assert asks_profile(query) is profile
 
@@ -221,7 +224,9 @@ def test_a_question_about_the_user_lists_what_is_known_of_them(question: str) ->
     ("我昨天跟你说了我的猫什么", False), ("What did I say about my cat?", False), ("我上周去哪玩了", False),
     ("我在学校做了什么实验", False), ("我女儿最近在忙什么", False), ("你在忙什么", False),
     ("What have you been up to?", False), ("What did Caroline say?", False), ("What happened to my car?", False),
-    ("我们聊过的那本书叫什么", False), ("我周末干什么？", False), ("What do I do on weekends?", False)])
+    ("我们聊过的那本书叫什么", False), ("我周末干什么？", False), ("What do I do on weekends?", False),
+    ("我是做什么的", False), ("我是干什么的", False), ("你说什么？", False),  # found in review
+    ("What have I done this week?", True)])
 def test_a_question_that_asks_what_was_said_or_done_then(query: str, recap: bool) -> None:
     from mneme.memory.timewindow import parse_time_window
 
@@ -269,17 +274,19 @@ def test_a_recap_lists_what_was_said_then_newest_first(backend: str, tmp_path: P
 
 
 @pytest.mark.parametrize(("query", "plans"), [
-    ("我接下来有什么安排？", "all"), ("我下周有什么计划", "all"), ("我之前说过要做什么", "all"),
-    ("我明天要干什么", "all"),
-    ("What are my plans?", "all"), ("What do I have coming up?", "all"), ("What's on my schedule next week?", "all"),
-    ("我下周要去哪里出差", "topic"),  # a plan with a topic: the topic still ranks
-    ("我打算明年去日本旅游", None), ("我的计划失败了", None), ("这个计划怎么样", None), ("我昨天做了什么", None),
-    ("What did I do last weekend?", None)])
-def test_a_question_about_plans(query: str, plans: str | None) -> None:
+    ("我接下来有什么安排？", True), ("我下周有什么计划", True), ("我之前说过要做什么", True), ("我明天要干什么", True),
+    ("明天要干嘛", True), ("What are my plans?", True), ("What do I have coming up?", True),
+    ("What's on my schedule next week?", True),
+    # a topic is named (it ranks as any question), a statement, the assistant asked about itself
+    ("我下周要去哪里出差", False), ("What am I doing wrong?", False), ("我要做什么菜", False),
+    ("我不知道要做什么", False), ("My plans fell through", False), ("我打算明年去日本旅游", False),
+    ("我的计划失败了", False), ("这个计划怎么样", False),
+    ("我昨天做了什么", False), ("What did I do last weekend?", False), ("你有什么计划", False)])
+def test_a_question_about_plans(query: str, plans: bool) -> None:
     from mneme.memory.timewindow import parse_time_window
 
     window = parse_time_window(query, MON_17_JULY)
-    assert asks_plans(query, window.expression if window else "") == plans
+    assert asks_plans(query, window.expression if window else "") is plans
 
 
 @pytest.mark.slow  # loads the offline use-m3 model: the relevance floor is about a real embedder's cosines

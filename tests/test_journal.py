@@ -370,3 +370,19 @@ def test_batches_are_spaced_by_how_long_the_last_store_took(journal: WriteJourna
     service.enqueue_turn("bob", user_text="I like green tea")
     assert service.drain(10)
     assert applier.batch_spacing() == applier.max_batch_interval  # capped: a turn waits at most that long
+
+
+def test_a_recap_lists_the_queued_turns_made_then(journal: WriteJournal) -> None:
+    from mneme.embeddings import load_embedder
+    from mneme.memory.ranking import RecallOptions
+
+    service = make(journal, embedder=load_embedder("use-m3"))
+    assert service.applier is not None
+    service.applier.pause()
+    service.enqueue_turn("alice", user_text="I'm flying to Paris next Friday")
+    service.enqueue_turn("alice", user_text="我喜欢喝乌龙茶")
+    strict = RecallOptions(reinforce=False, relevance_floor=True)
+    for question in ["我们上次聊了什么？", "What have I been up to lately?"]:  # nothing stored yet: the queue answers
+        got = service.recall("alice", question, options=strict)
+        assert {it.text for it in got} == {"user: I'm flying to Paris next Friday", "user: 我喜欢喝乌龙茶"}, question
+    assert service.recall("bob", "我们上次聊了什么？", options=strict) == []
