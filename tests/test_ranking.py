@@ -9,7 +9,17 @@ from hypothesis import strategies as st
 
 from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.forgetting import DAY
-from mneme.memory.ranking import Candidate, RecallOptions, rank, select
+from mneme.memory.ranking import (
+    Candidate,
+    Recalled,
+    RecallOptions,
+    plans_first,
+    profile_first,
+    rank,
+    recap_first,
+    select,
+)
+from mneme.memory.timewindow import TimeWindow
 
 NOW = 1_700_000_000.0
 
@@ -67,3 +77,36 @@ def test_rank_is_sorted_and_keeps_every_candidate_by_default(channels: list[tupl
     assert sorted(it.id for it in out) == sorted(c.record.id for c in cands)
     assert all(a.score >= b.score for a, b in zip(out, out[1:], strict=False))
     assert all(-1e-9 <= it.score <= 1.0 + 1e-9 for it in out)
+
+
+def _item(rid: str, kind: Kind, created_at: float, turns: list[str], *, thread: str = "t", source: str = "memory",
+          span: tuple[float, float] | None = None) -> Recalled:
+    meta = {} if span is None else {"event_start": span[0], "event_end": span[1]}
+    return Recalled(id=rid, kind=kind, text=rid, score=1.0, source=source, created_at=created_at,
+                    source_turns=turns, thread_id=thread, metadata=meta, signals={}, user_id="u")
+
+
+def test_a_recap_tells_each_turn_once_newest_first_by_turn_ids_or_by_thread_and_moment() -> None:
+    span = TimeWindow(NOW - 2 * DAY, NOW, "recent", "range")
+    ranked = [
+        _item("old", Kind.EPISODIC, NOW - 9 * DAY, ["t/1"]),             # outside the span: after, as it was
+        _item("fact-a", Kind.FACT, NOW - DAY, ["t/5"]),                   # drawn from ep-a (turn ids): left out
+        _item("ep-a", Kind.EPISODIC, NOW - DAY, ["t/5", "t/6"]),
+        _item("fact-b", Kind.FACT, NOW - 1.5 * DAY, [], thread="s"),      # drawn from ep-b (thread, moment)
+        _item("ep-b", Kind.EPISODIC, NOW - 1.5 * DAY, [], thread="s"),
+        _item("fact-c", Kind.PREFERENCE, NOW - 0.5 * DAY, ["t/9"]),       # its turn is not listed: kept
+        _item("doc", Kind.DOCUMENT, NOW - DAY, [], source="document"),    # documents are not what was said
+    ]
+    assert [it.id for it in recap_first(ranked, span)] == ["fact-c", "ep-a", "ep-b", "old", "doc"]
+
+
+def test_plans_soonest_first_and_the_profile_first_each_part_in_its_order() -> None:
+    ahead = TimeWindow(NOW, NOW + 365 * DAY, "ahead", "range")
+    ranked = [_item("past", Kind.EPISODIC, NOW - DAY, [], span=(NOW - 3 * DAY, NOW - 2 * DAY)),
+              _item("later", Kind.EPISODIC, NOW - DAY, [], span=(NOW + 30 * DAY, NOW + 31 * DAY)),
+              _item("none", Kind.EPISODIC, NOW - DAY, []),
+              _item("soon", Kind.EPISODIC, NOW - DAY, [], span=(NOW + DAY, NOW + 2 * DAY))]
+    assert [it.id for it in plans_first(ranked, ahead)] == ["soon", "later", "past", "none"]
+    mixed = [_item("ep", Kind.EPISODIC, NOW, []), _item("f1", Kind.FACT, NOW, []),
+             _item("sum", Kind.SUMMARY, NOW, []), _item("p1", Kind.PREFERENCE, NOW, [])]
+    assert [it.id for it in profile_first(mixed)] == ["f1", "p1", "ep", "sum"]
