@@ -7,18 +7,10 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mneme.memory import ranking
 from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.forgetting import DAY
-from mneme.memory.ranking import (
-    Candidate,
-    Recalled,
-    RecallOptions,
-    plans_first,
-    profile_first,
-    rank,
-    recap_first,
-    select,
-)
+from mneme.memory.ranking import Candidate, Recalled, RecallOptions, rank, select
 from mneme.memory.timewindow import TimeWindow
 
 NOW = 1_700_000_000.0
@@ -97,7 +89,7 @@ def test_a_recap_tells_each_turn_once_newest_first_by_turn_ids_or_by_thread_and_
         _item("fact-c", Kind.PREFERENCE, NOW - 0.5 * DAY, ["t/9"]),       # its turn is not listed: kept
         _item("doc", Kind.DOCUMENT, NOW - DAY, [], source="document"),    # documents are not what was said
     ]
-    assert [it.id for it in recap_first(ranked, span)] == ["fact-c", "ep-a", "ep-b", "old", "doc"]
+    assert [it.id for it in ranking.recap_first(ranked, span)] == ["fact-c", "ep-a", "ep-b", "old", "doc"]
 
 
 def test_plans_soonest_first_and_the_profile_first_each_part_in_its_order() -> None:
@@ -106,7 +98,7 @@ def test_plans_soonest_first_and_the_profile_first_each_part_in_its_order() -> N
               _item("later", Kind.EPISODIC, NOW - DAY, [], span=(NOW + 30 * DAY, NOW + 31 * DAY)),
               _item("none", Kind.EPISODIC, NOW - DAY, []),
               _item("soon", Kind.EPISODIC, NOW - DAY, [], span=(NOW + DAY, NOW + 2 * DAY))]
-    assert [it.id for it in plans_first(ranked, ahead)] == ["soon", "later", "past", "none"]
+    assert [it.id for it in ranking.plans_first(ranked, ahead)] == ["soon", "later", "past", "none"]
     mixed = [_item("ep", Kind.EPISODIC, NOW, []), _item("f1", Kind.FACT, NOW, []),
              _item("sum", Kind.SUMMARY, NOW, []), _item("p1", Kind.PREFERENCE, NOW, [])]
-    assert [it.id for it in profile_first(mixed)] == ["f1", "p1", "ep", "sum"]
+    assert [it.id for it in ranking.profile_first(mixed)] == ["f1", "p1", "ep", "sum"]
