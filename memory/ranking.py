@@ -31,6 +31,7 @@ from mneme.memory.forgetting import Fade, ForgettingPolicy, combine
 from mneme.memory.fusion import count_tokens, fit_budget, mmr
 from mneme.memory.relevance import Form, form_of, relevant
 from mneme.memory.timewindow import TimeWindow, time_affinity
+from mneme.memory.tokenize import tokenize
 
 CANDIDATE_POOL = 100
 """Candidates each channel contributes, whatever ``k`` asks for (``4·k`` when that is more). The dense scores
@@ -128,7 +129,7 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
          window: TimeWindow | None = None, forgetting: ForgettingPolicy | None = None,
          baseline: float | Mapping[Form, float] | None = None, asks_when: str | None = None,
          asks_feeling: bool = False, asks_profile: bool = False, recap: TimeWindow | None = None,
-         ahead: TimeWindow | None = None) -> list[Recalled]:
+         ahead: TimeWindow | None = None, kin: frozenset[str] = frozenset()) -> list[Recalled]:
     """Score every candidate as the module docstring says; all that pass the floor, best first (ties by id).
 
     ``asks_when`` is what the query asks for (``answertype.asks_when``: "when", "how long" or None);
@@ -138,7 +139,8 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
     (``profile_first`` puts them first); ``recap``, the span a question asks to recap (``answertype.asks_recap``:
     "我昨天跟你说了什么"): the memories made in it then do (``recap_first`` puts them first); ``ahead``, the span a
     question about plans looks at (``answertype.asks_plans``: "我下周有什么安排？"): the memories telling of an event
-    in it then do (``plans_first`` can put them first).
+    in it then do (``plans_first`` puts them first). ``kin``: the keyword tokens ``kin.widen`` added to the query
+    (the other names of the family members or pets it names): a keyword hit holding one counts as relevant.
     ``baseline`` (the query's cosine to unrelated texts, ``relevance.NullBaseline``; one floor, or one per form of
     item as ``NullBaseline.floors`` gives) adds the signal
     ``relevant`` (1 or 0) to each item; with ``options.relevance_floor`` irrelevant items are dropped.
@@ -170,6 +172,8 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
         if baseline is not None:
             floor = baseline if isinstance(baseline, float | int) else baseline[form_of(rec.kind)]
             ok = relevant(dense, baseline=floor, pool_min=pool_min) or answers  # however far its words are
+            if not ok and kin and keyword:  # "我有孩子吗？" of "我们有一个女儿": a name the query's kin word stands for
+                ok = not kin.isdisjoint(tokenize(rec.text))
             if options.relevance_floor and not ok:
                 continue
             signals["relevant"] = 1.0 if ok else 0.0

@@ -47,6 +47,7 @@ from mneme.memory.indexed import IndexedStore
 from mneme.memory.indexing import context_of, search_text
 from mneme.memory.journal import JournalEntry, WriteJournal, new_entry_id, record_ids
 from mneme.memory.keyword import KeywordEntry, KeywordIndex
+from mneme.memory.kin import widen
 from mneme.memory.lowvalue import is_low_value
 from mneme.memory.neighbours import lift_neighbours
 from mneme.memory.overlap import Beside, working
@@ -242,7 +243,9 @@ class MemoryService:
         pool = max(CANDIDATE_POOL, 4 * opts.k)
         # the keyword channel's SQL runs beside the query's embedding (memory/overlap.py); its Python (the
         # query's words, its time window) here first: beside, it would hold the GIL the embedding waits for
-        terms = tokenize(query)
+        said = tokenize(query)
+        terms = widen(said, lambda named: self.keyword.used(user_id, named))  # kin by their other names too
+        kin = frozenset(terms[len(said):])
         window = parse_time_window(query, now) if opts.time_aware else None
         side = Beside(lambda: self._keyword_channel(user_id, query, terms, kinds, pool, opts))
         profile = asks_profile(query)
@@ -292,7 +295,7 @@ class MemoryService:
         strict = opts.relevance_floor  # applied below, once documents are judged by their sentences too
         ranked = rank(candidates, replace(opts, relevance_floor=False), now=now, window=window,
                       forgetting=self.forgetting, baseline=floors, asks_when=asks_when(query),
-                      asks_feeling=asks_feeling(query), asks_profile=profile, recap=span, ahead=ahead)
+                      asks_feeling=asks_feeling(query), asks_profile=profile, recap=span, ahead=ahead, kin=kin)
         if strict:  # a memory under the floor is dropped before it can lift a neighbour (documents: judged below)
             ranked = [it for it in ranked if it.source == "document" or it.signals.get("relevant", 1.0) > 0]
         if pending:
