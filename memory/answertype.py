@@ -109,21 +109,25 @@ _PAST_ZH = re.compile(r"[了过]|在忙|最近|昨天|前天|上次|上周|上�
 _NOT_A_TOPIC = re.compile(
     r"我们|咱们|跟你|和你|对你|给你|你还|我|你|都|还|也|又|就|一下|一共|总共|记得|知道|吗|呢|呀|啊|吧|了|过|的"
     r"|最近|近来|这几天|这段时间|这阵子|前几天|前阵子|上次|之前|以前|那天|那时候?|今天|昨天|前天|上周末?|这周末?|本周"
-    r"|上个?月|这个?月|去年|今年|刚才|早上|上午|中午|下午|晚上|周末|明天|后天|下周|下个?月|明年|下次|接下来|之后|以后|将来|未来|有|是|要|安排|计划|打算|行程|日程"
+    r"|上个?月|这个?月|去年|今年|刚才|早上|上午|中午|下午|晚上|周末|明天|后天|下周|下个?月|明年|下次|接下来|哪里|哪儿|之后|以后|将来|未来|有|是|要|安排|计划|打算|行程|日程"
     r"|(?i:\b(?:i|we|you|me|us|do|did|can|could|remember|tell|please|again|so far|lately|recently|these days|"
     r"last|this|time|before|the other day|today|yesterday|week|weekend|month|year|ago|in|on|at|the|a|an|"
-    r"next|tomorrow|soon|coming|upcoming|are|is|what|my|to|have|plans?|schedule|agenda)\b)"
+    r"next|tomorrow|tonight|later|soon|coming|upcoming|are|is|what|my|to|have|plans?|schedule|agenda)\b)"
     r"|[\W\d_]")
 
 
 _ASKS_ASSISTANT = re.compile(
     r"^\W*你(?:最近|这几天|今天|现在)?(?:在|都)?(?:忙|做|干)|(?i:\bwhat (?:are|have) you been\b)")
+""""你在忙什么？", "What have you been up to?": asked of the assistant, not a recap of the user's own."""
+_YOU_NOT_SUBJECT = re.compile(r"跟你|和你|同你|告诉(?:过|了)?你|给你|对你|^\W*你(?:还|都)?(?:记得|知道)")
+"""你 as the one talked to or asked to remember ("上次跟你聊了什么？", "你还记得上次聊了什么吗"), not as the subject."""
 
 
 def _of_assistant(query: str) -> bool:
-    """A Chinese question about "你" with no "我" in it ("你有什么计划？", "你说什么？") asks about the assistant."""
-    return "你" in query and "我" not in query
-""""你在忙什么？", "What have you been up to?": asked of the assistant, not a recap of the user's own."""
+    """A Chinese question about "你" with no "我" in it ("你有什么计划？", "你说什么？") asks about the assistant; "上次
+    跟你聊了什么？" (you, the one talked to) does not."""
+    rest = _YOU_NOT_SUBJECT.sub("", query)
+    return "你" in rest and "我" not in rest
 
 
 def asks_recap(query: str, time_words: str = "") -> bool:
@@ -142,7 +146,7 @@ def asks_recap(query: str, time_words: str = "") -> bool:
 
 _ASKS_PLANS = re.compile(
     r"(?:什么|哪些|啥)(?:安排|计划|打算|行程|日程|待办|事要做)|(?:安排|计划|打算|行程|日程)(?:是什么|有哪些|是啥|呢)"
-    r"|(?:要|得|准备|打算|接下来)(?:做|干|去)(?:什么|啥|哪|嘛)|说过要(?:做|干|去)(?:什么|啥|哪|嘛)"
+    r"|(?:要|得|准备|打算|接下来)(?:做|干|去)(?:什么|啥|哪(?:里|儿)?|嘛)|说过要(?:做|干|去)(?:什么|啥|哪(?:里|儿)?|嘛)"
     r"|(?i:\bwhat are my plans\b|\bwhat(?:'s| is) (?:my (?:plan|schedule|agenda)|on my (?:schedule|agenda|calendar)"
     r"|coming up|next for me)\b|\bwhat (?:am i|do i have) (?:doing|planned|going to do|coming up|scheduled|on)\b"
     r"|\bwhat did i (?:say|tell you) i (?:would|was going to|will)\b|\bwhere am i going\b"
@@ -170,6 +174,60 @@ def names_topic(query: str, asked: str, time_words: str = "") -> bool:
     if time_words:
         rest = rest.replace(time_words, " ")
     return bool(_NOT_A_TOPIC.sub("", rest).strip())
+
+
+_MY_PARTNER_ZH = "老婆|老公|妻子|丈夫|爱人|男朋友|女朋友|对象"
+_MY_FAMILY_ZH = "女儿|儿子|孩子|宝宝|妈妈|爸爸|哥哥|姐姐|弟弟|妹妹|爷爷|奶奶|外公|外婆"
+_MY_PET_ZH = "[\u4e00-\u9fff]{0,2}?(?:猫|狗|猫咪|狗狗|兔子|仓鼠|鹦鹉|宠物)"
+_MY_PARTNER_EN = "wife|husband|partner|girlfriend|boyfriend|fianc[eé]e?"
+_MY_FAMILY_EN = "son|daughter|kids?|baby|mom|mum|mother|dad|father|brother|sister|grandma|grandpa"
+_MY_PET_EN = "(?:[a-z]+ )?(?:cat|dog|puppy|kitten|rabbit|bunny|hamster|parrot|pet)"
+_NAMED_ZH = r"(?:叫|是)(?:什么|啥|谁)(?:名字)?|的名字"
+_NAMED_EN = r"(?:'s name|'s names| called| named)\b|\bwho is my\b"
+_SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((slot, re.compile(pattern, re.I)) for slot, pattern in (
+    ("name", r"我叫(?:什么|啥)|我的名字|我(?:的)?姓(?:什么|啥)|\bwhat(?:'s| is) my name\b|\bwhat am i called\b"
+             r"|\bdo you (?:know|remember) my name\b"),
+    ("age", r"我(?:今年)?(?:多大|几岁|多少岁)|我的年龄|\bhow old am i\b|\bmy age\b"),
+    ("birthday", r"我(?:的)?生日|我(?:是)?(?:哪天|什么时候|几月几号)(?:出生|生的)|\bmy birthday\b|\bwhen was i born\b"),
+    ("home_city", r"我(?:现在)?住(?:在)?(?:哪|什么地方|哪个城市)|\bwhere do i live\b|\bwhich city do i live in\b"),
+    ("hometown", r"我(?:的)?老家|我是哪(?:里|儿)?人|我来自哪|\bwhere am i from\b|\bmy hometown\b"
+                 r"|\bwhere did i grow up\b"),
+    ("job", r"我(?:是)?(?:做|干)(?:什么|啥)(?:工作)?的|我的(?:工作|职业)|我(?:从事|做)(?:什么|啥)(?:工作|职业|行业)"
+            r"|\bwhat(?:'s| is) my (?:job|occupation|profession)\b|\bwhat do i do for (?:a living|work)\b"
+            r"|\bwhat (?:kind of )?work do i do\b"),
+    ("workplace", r"我在哪(?:里|儿|个公司|家公司)?(?:工作|上班)|\bwhere do i work\b"),
+    ("school", r"我在哪(?:里|儿|个学校|所学校)?(?:上学|读书|念书)|我的学校|\bwhere do i (?:study|go to school)\b"
+               r"|\bwhat school do i\b"),
+    ("diet", r"我吃素吗|我是素食|\bam i (?:a )?(?:vegetarian|vegan)\b|\bmy diet\b"),
+    ("allergy:", r"我对(?:什么|啥|哪些)(?:东西|食物)?过敏|我有(?:什么)?过敏|\b(?:what|anything) am i allergic to\b"
+                 r"|\bam i allergic\b|\bmy allergies\b"),
+    ("learning:", r"我(?:最近|现在)?在学(?:什么|啥)|\bwhat am i learning\b"),
+    ("partner", rf"我(?:的)?(?:{_MY_PARTNER_ZH})(?:{_NAMED_ZH})|\bmy (?:{_MY_PARTNER_EN})(?:{_NAMED_EN})"
+                rf"|\bwho is my (?:{_MY_PARTNER_EN})\b"),
+    ("family:", rf"我(?:的)?(?:{_MY_FAMILY_ZH})(?:{_NAMED_ZH})|\bmy (?:{_MY_FAMILY_EN})(?:{_NAMED_EN})"),
+    ("pet:", rf"我(?:的|家的?)?{_MY_PET_ZH}(?:{_NAMED_ZH})|\bmy {_MY_PET_EN}(?:{_NAMED_EN})"),
+))
+"""A question about one thing the user told of themselves, and the slot that holds it (``memory.extraction``'s
+keys; ``x:`` for every ``x:<what>``)."""
+
+
+def asks_slot(query: str) -> tuple[str, ...]:
+    """The slots (``extraction`` keys, or ``x:`` prefixes) holding what ``query`` asks of the user ("我叫什么名字？",
+    "What's my name?" → name; "我对什么过敏" → allergy:); empty for other questions. A slot's fact answers in any
+    language: "What's my name?" finds "用户的名字是王小明", not "My wife's name is Anna" for the shared word."""
+    from mneme.memory.lowvalue import is_question  # a statement ("我的工作很累") asks for no slot
+
+    if not is_question(query):
+        return ()
+    return tuple(slot for slot, pattern in _SLOTS if pattern.search(query))
+
+
+def fills(record: MemoryRecord, slots: tuple[str, ...]) -> bool:
+    """Whether ``record`` is a fact filling one of ``slots`` (``asks_slot``)."""
+    key = record.key
+    if not slots or not key or record.kind != Kind.FACT:
+        return False
+    return any(key == slot or (slot.endswith(":") and key.startswith(slot)) for slot in slots)
 
 
 def asks_feeling(query: str) -> bool:

@@ -124,7 +124,7 @@ every said says tell told make made going been being doing whole today's since s
 there back away around again maybe lately moved went came getting started help yeah thanks sorry wow hey
 unfortunately pretty last next first keep keeps kept ever else once other anymore week weeks month months
 year years day days tonight morning evening got get gets let lot bit way too yes put say saw see try
-now new old big ago few yet one two three four five six seven eight nine ten don won"""
+now new old big ago few yet one two three four five six seven eight nine ten"""
 _EN_GENERIC = frozenset(_EN_GENERIC_WORDS.split())
 _GRAPHIC_RE = re.compile(
     r"血|割腕|自残|跳楼|上吊|安眠药|吞药|刀|杀|强奸|性侵|尸体|打我|揍我|虐待|遗书"

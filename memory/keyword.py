@@ -316,15 +316,6 @@ class KeywordIndex:
             out.update({r[0]: r[1] for r in self._read(f"SELECT id, kind FROM kw_docs WHERE id IN ({marks})", chunk)})
         return out
 
-    def used(self, user_id: str, terms: Sequence[str]) -> set[str]:
-        """Which of ``terms`` occur in any entry of ``user_id`` (archived included)."""
-        if not terms:
-            return set()
-        marks = ",".join("?" * len(terms))
-        sql = (f"SELECT DISTINCT p.term FROM kw_post p JOIN kw_tenants t ON t.tid = p.tid "
-               f"WHERE t.user_id = ? AND p.term IN ({marks})")
-        return {r[0] for r in self._read(sql, [user_id, *terms])}
-
     def ids(self, user_id: str | None = None) -> set[str]:
         """Every indexed id (of ``user_id`` if given, archived included): for consistency checks."""
         if user_id is None:

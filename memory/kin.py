@@ -1,21 +1,25 @@
-"""Kin and pets by their other names: the keyword channel's query words, widened.
+"""Kin and pets by their other names: the keyword channel's query words, widened, and what counts as about them.
 
-People say 老婆, 妻子, 爱人 and "wife" for one person, and ask "我有孩子吗？" of a memory that says "我们有一个女儿",
-"Tell me about my family" of memories about 哥哥 and 老婆, "我老婆叫什么" of "My wife's name is Anna". The dense
-channel bridges some of this; the keyword channel, which matches words, bridges none of it, and a weak match on
-another word ("叫") wins instead. So a query word that names a family member or a pet also searches for the other
-names of that member (``SAME``, in Chinese and English), and a word for a group (家人, family, 孩子, kids, 父母,
-parents, 宠物, pets) for the names of its members (``GROUPS``), when the user never used that word themselves: in
-memories full of "family" and "kids" the words match as they are, and widening them to every kin term only blurs
-the match (measured: LoCoMo recall@1 0.496 → 0.483 when every group word was widened).
+People say 老婆, 妻子, 爱人 and "wife" for one person, and ask "我老婆叫什么" of a memory that says "My wife's name is
+Anna". The dense channel bridges some of this; the keyword channel, which matches words, bridges none of it, and a
+weak match on another word ("叫") wins instead. So a query word that names a family member or a pet also searches
+for the other names of that member (``SAME``, in Chinese and English). Chinese tells apart what English does not
+(哥哥 and 弟弟 are both "brother"): the English word searches for both, each Chinese one for itself and the English
+word, never for the other (``UMBRELLA``).
 
-This is a fixed thesaurus of everyday words, not weights fitted to any data. 家里 ("at home") and 先生 ("Mr.")
-are left out: they mean other things as often as not.
+A word for a group (家人, family, 孩子, kids, 父母, parents, 宠物, pets: ``GROUPS``) is not widened in the keyword
+channel: in memories full of "family" and "kids" that only blurs the match (measured: LoCoMo recall@1 0.496 →
+0.483 when group words were widened). Instead ``about`` says which names a record must hold to count as relevant
+for it under the relevance floor: "我有孩子吗？" of "我们有一个女儿" (their words are far apart).
+
+A fixed thesaurus of everyday words, not weights fitted to any data. 家里 ("at home") and 先生 ("Mr.") are left out:
+they mean other things as often as not. A word is keyed by the one token the keyword index makes of it (jieba's
+search mode also cuts 家庭成员 into 家庭 and 成员, which must not stand for kin).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache
 
 from mneme.memory.tokenize import tokenize
@@ -23,58 +27,84 @@ from mneme.memory.tokenize import tokenize
 SAME: tuple[tuple[str, ...], ...] = (
     ("wife", "老婆", "妻子", "爱人", "太太", "媳妇"),
     ("husband", "老公", "丈夫"),
-    ("mother", "mom", "mum", "妈妈", "母亲", "妈"),
-    ("father", "dad", "爸爸", "父亲", "爸"),
+    ("mother", "mom", "mum", "妈妈", "母亲", "妈", "我妈", "老妈"),
+    ("father", "dad", "爸爸", "父亲", "爸", "我爸", "老爸"),
     ("son", "儿子"),
     ("daughter", "女儿", "闺女"),
-    ("brother", "哥哥", "弟弟"),
-    ("sister", "姐姐", "妹妹"),
-    ("grandmother", "grandma", "奶奶", "外婆", "姥姥"),
-    ("grandfather", "grandpa", "爷爷", "外公", "姥爷"),
-    ("cat", "猫", "猫咪", "kitten"),
-    ("dog", "狗", "狗狗", "puppy"),
+    ("cat", "猫", "猫咪", "小猫", "猫叫", "kitten"),
+    ("dog", "狗", "狗狗", "小狗", "狗叫", "puppy"),
 )
-"""Names of one family member or pet, each group in Chinese and English."""
+"""Names of one family member or pet, each group in Chinese and English (猫叫: jieba's token for 猫 in
+"我的猫叫咪咪")."""
 
-_KIN = tuple(group for group in SAME if group[0] not in ("cat", "dog"))
-GROUPS: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = {
-    ("family", "relatives", "家人", "家里人", "亲人", "亲戚", "家庭成员"): _KIN,
-    ("kids", "children", "child", "孩子", "小孩", "子女"): tuple(g for g in SAME if g[0] in ("son", "daughter")),
-    ("parents", "父母", "爸妈"): tuple(g for g in SAME if g[0] in ("mother", "father")),
-    ("siblings", "兄弟姐妹"): tuple(g for g in SAME if g[0] in ("brother", "sister")),
-    ("pets", "pet", "宠物"): tuple(g for g in SAME if g[0] in ("cat", "dog"))
-    + (("hamster", "仓鼠"), ("rabbit", "兔子"), ("parrot", "鹦鹉"), ("goldfish", "金鱼")),
+UMBRELLA: dict[str, tuple[str, ...]] = {
+    "brother": ("哥哥", "弟弟"),
+    "sister": ("姐姐", "妹妹"),
+    "grandmother": ("奶奶", "外婆", "姥姥"),
+    "grandma": ("奶奶", "外婆", "姥姥"),
+    "grandfather": ("爷爷", "外公", "姥爷"),
+    "grandpa": ("爷爷", "外公", "姥爷"),
+}
+"""An English word for kin Chinese names more narrowly: it stands for each; each stands for it, not for the others."""
+
+_ALL_KIN = tuple(w for group in SAME if group[0] not in ("cat", "dog") for w in group) + tuple(
+    w for words in UMBRELLA.values() for w in words) + tuple(UMBRELLA)
+GROUPS: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("family", "relatives", "家人", "亲人", "亲戚"): _ALL_KIN,
+    ("kids", "children", "child", "孩子", "小孩", "子女"): ("son", "儿子", "daughter", "女儿", "闺女"),
+    ("parents", "父母", "爸妈"): tuple(w for group in SAME if group[0] in ("mother", "father") for w in group),
+    ("siblings", "兄弟姐妹"): ("brother", "sister", "哥哥", "弟弟", "姐姐", "妹妹"),
+    ("pets", "pet", "宠物"): tuple(w for group in SAME if group[0] in ("cat", "dog") for w in group)
+    + ("hamster", "仓鼠", "rabbit", "兔子", "parrot", "鹦鹉", "goldfish", "金鱼"),
 }
 """Words for a group of kin or pets, and the names of its members."""
 
 
+def _token(word: str) -> str | None:
+    """The one token the keyword index makes of ``word`` ("wife" → "wif", 老婆 → 老婆), or None when it makes
+    several and none is the word itself."""
+    tokens = tokenize(word)
+    if word in tokens:
+        return word
+    return tokens[0] if len(tokens) == 1 else None
+
+
+def _tokens(words: Iterable[str]) -> list[str]:
+    return [t for t in (_token(w) for w in words) if t is not None]
+
+
 @cache
-def _tables() -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
-    """Each query token naming kin or a pet → the tokens of its other names; each token naming a group → the tokens
-    of its members' names (built once, tokenized as the keyword index tokenizes: "wife" is "wif")."""
-    def table(pairs: Sequence[tuple[Sequence[str], Sequence[str]]]) -> dict[str, tuple[str, ...]]:
-        out: dict[str, list[str]] = {}
-        for words, others in pairs:
-            extra = [t for w in others for t in tokenize(w)]
-            for word in words:
-                for token in tokenize(word):
-                    out.setdefault(token, []).extend(t for t in extra if t != token)
-        return {token: tuple(dict.fromkeys(extra)) for token, extra in out.items()}
+def _tables() -> tuple[dict[str, tuple[str, ...]], dict[str, frozenset[str]]]:
+    """Each token naming kin or a pet → the tokens of its other names; each token naming a group → the tokens of
+    its members' names (built once)."""
+    same: dict[str, list[str]] = {}
 
-    same = table([(group, group) for group in SAME])
-    groups = table([(words, [w for group in members for w in group]) for words, members in GROUPS.items()])
-    return same, groups
+    def link(words: Sequence[str], others: Sequence[str]) -> None:
+        for token in _tokens(words):
+            same.setdefault(token, []).extend(t for t in _tokens(others) if t != token)
+
+    for group in SAME:
+        link(group, group)
+    for umbrella, narrow in UMBRELLA.items():
+        link([umbrella], narrow)
+        for word in narrow:
+            link([word], [umbrella])
+    groups = {token: frozenset(_tokens(members)) for words, members in GROUPS.items() for token in _tokens(words)}
+    return {token: tuple(dict.fromkeys(other)) for token, other in same.items()}, groups
 
 
-def widen(terms: Sequence[str], used: Callable[[list[str]], set[str]] | None = None) -> list[str]:
-    """``terms`` (a query's keyword tokens), then the other names of every family member or pet among them, and
-    the names of the members of every group among them that the user never used themselves (``used(tokens)``:
-    which of them occur in the user's memories; without it, every group): a user who talks of "family" or "kids"
-    finds those words as they are; one who never did ("我有孩子吗？" of "我们有一个女儿") finds the members."""
+def widen(terms: Sequence[str]) -> list[str]:
+    """``terms`` (a query's keyword tokens), then the other names of every family member or pet among them, each
+    once."""
+    same, _ = _tables()
+    return list(dict.fromkeys([*terms, *(t for term in terms for t in same.get(term, ()))]))
+
+
+def about(terms: Sequence[str]) -> frozenset[str]:
+    """The tokens of the kin or pet names a record may hold to count as about what ``terms`` (a query's keyword
+    tokens) name: each member named, by any of its names, and the members of each group named."""
     same, groups = _tables()
-    extra = [t for term in terms for t in same.get(term, ())]
-    named = [term for term in terms if term in groups]
-    if named:
-        known = used(named) if used is not None else set()
-        extra += [t for term in named if term not in known for t in groups[term]]
-    return list(dict.fromkeys([*terms, *extra]))
+    names = {term for term in terms if term in same or term in groups}
+    names.update(t for term in terms for t in same.get(term, ()))
+    names.update(t for term in terms for t in groups.get(term, ()))
+    return frozenset(names)

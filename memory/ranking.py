@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mneme.memory.answertype import PROFILE_KINDS, confides, describes_user, tells_when
+from mneme.memory.answertype import PROFILE_KINDS, confides, describes_user, fills, tells_when
 from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.eventtime import event_affinity, span_of
 from mneme.memory.forgetting import Fade, ForgettingPolicy, combine
@@ -129,7 +129,8 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
          window: TimeWindow | None = None, forgetting: ForgettingPolicy | None = None,
          baseline: float | Mapping[Form, float] | None = None, asks_when: str | None = None,
          asks_feeling: bool = False, asks_profile: bool = False, recap: TimeWindow | None = None,
-         ahead: TimeWindow | None = None, kin: frozenset[str] = frozenset()) -> list[Recalled]:
+         ahead: TimeWindow | None = None, kin: frozenset[str] = frozenset(),
+         slots: tuple[str, ...] = ()) -> list[Recalled]:
     """Score every candidate as the module docstring says; all that pass the floor, best first (ties by id).
 
     ``asks_when`` is what the query asks for (``answertype.asks_when``: "when", "how long" or None);
@@ -139,8 +140,11 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
     (``profile_first`` puts them first); ``recap``, the span a question asks to recap (``answertype.asks_recap``:
     "我昨天跟你说了什么"): the memories made in it then do (``recap_first`` puts them first); ``ahead``, the span a
     question about plans looks at (``answertype.asks_plans``: "我下周有什么安排？"): the memories telling of an event
-    in it then do (``plans_first`` puts them first). ``kin``: the keyword tokens ``kin.widen`` added to the query
-    (the other names of the family members or pets it names): a keyword hit holding one counts as relevant.
+    in it then do (``plans_first`` puts them first). ``kin`` (``kin.about``: the names of the family members or pets
+    the query names, or of the members of a group it names): a memory whose user's words hold one counts as
+    relevant.
+    ``slots`` (``answertype.asks_slot``: "我叫什么名字？" → name): the facts filling them get the bonus, count as
+    relevant and are marked ``signals["slot"]`` (``slot_first`` puts them first).
     ``baseline`` (the query's cosine to unrelated texts, ``relevance.NullBaseline``; one floor, or one per form of
     item as ``NullBaseline.floors`` gives) adds the signal
     ``relevant`` (1 or 0) to each item; with ``options.relevance_floor`` irrelevant items are dropped.
@@ -155,7 +159,7 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
     # the loop's invariants, once (recall ranks ~100-200 candidates a query; this loop is most of it)
     kw_weight = options.keyword_weight
     dense_weight = 1 - kw_weight
-    when_bonus = options.answer_weight if asks_when or asks_feeling or asks_profile or recap or ahead else 0.0
+    when_bonus = options.answer_weight if asks_when or asks_feeling or asks_profile or recap or ahead or slots else 0.0
     fade = Fade(policy, now) if options.forgetting else None
     scored: list[Recalled] = []
     for cand in cands:
@@ -169,11 +173,15 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
         answers = ((asks_feeling and confides(rec)) or (asks_profile and describes_user(rec))
                    or (recap is not None and rec.kind != Kind.DOCUMENT and recap.contains(rec.created_at))
                    or (ahead is not None and rec.kind != Kind.DOCUMENT and tells_of(rec.metadata, ahead)))
+        slot = bool(slots) and fills(rec, slots)
+        if slot:
+            answers = True
+            signals["slot"] = 1.0
         if baseline is not None:
             floor = baseline if isinstance(baseline, float | int) else baseline[form_of(rec.kind)]
             ok = relevant(dense, baseline=floor, pool_min=pool_min) or answers  # however far its words are
-            if not ok and kin and keyword:  # "我有孩子吗？" of "我们有一个女儿": a name the query's kin word stands for
-                ok = not kin.isdisjoint(tokenize(rec.text))
+            if not ok and kin and rec.kind != Kind.DOCUMENT:  # "我有孩子吗？" of "我们有一个女儿": a name the
+                ok = not kin.isdisjoint(tokenize(said_by_user(rec.text)))  # query's kin word stands for
             if options.relevance_floor and not ok:
                 continue
             signals["relevant"] = 1.0 if ok else 0.0
@@ -209,6 +217,11 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
     return scored
 
 
+def said_by_user(text: str) -> str:
+    """The user's words of an episode ("user: …\nassistant: …"): what the user said, not the assistant's reply."""
+    return text.split("\nassistant:", 1)[0]
+
+
 def tells_of(metadata: Mapping[str, Any], span: TimeWindow) -> bool:
     """Whether a record's stored event span (``eventtime``) overlaps ``span``."""
     event = span_of(metadata)
@@ -239,6 +252,12 @@ def recap_first(ranked: Sequence[Recalled], span: TimeWindow) -> list[Recalled]:
 
     inside = sorted((it for it in made if not retold(it)), key=lambda it: (-it.created_at, it.id))
     return inside + [it for it in ranked if not (it.source == "memory" and span.contains(it.created_at))]
+
+
+def slot_first(ranked: Sequence[Recalled]) -> list[Recalled]:
+    """``ranked`` with the facts filling the slot a question asks for (``signals["slot"]``) first, each part in its
+    order: "What's my name?" is answered by the name, whatever else shares its words."""
+    return sorted(ranked, key=lambda it: it.signals.get("slot") != 1.0)  # stable
 
 
 def profile_first(ranked: Sequence[Recalled]) -> list[Recalled]:

@@ -27,7 +27,7 @@ import numpy as np
 
 from mneme.clock import Clock, system_clock
 from mneme.memory import documents
-from mneme.memory.answertype import asks_feeling, asks_plans, asks_profile, asks_recap, asks_when
+from mneme.memory.answertype import asks_feeling, asks_plans, asks_profile, asks_recap, asks_slot, asks_when
 from mneme.memory.base import (
     MEMORY_KINDS,
     SHARED_TENANT,
@@ -47,7 +47,7 @@ from mneme.memory.indexed import IndexedStore
 from mneme.memory.indexing import context_of, search_text
 from mneme.memory.journal import JournalEntry, WriteJournal, new_entry_id, record_ids
 from mneme.memory.keyword import KeywordEntry, KeywordIndex
-from mneme.memory.kin import widen
+from mneme.memory.kin import about, widen
 from mneme.memory.lowvalue import is_low_value
 from mneme.memory.neighbours import lift_neighbours
 from mneme.memory.overlap import Beside, working
@@ -62,6 +62,7 @@ from mneme.memory.ranking import (
     rank,
     recap_first,
     select,
+    slot_first,
 )
 from mneme.memory.redaction import forget_remembered, redact
 from mneme.memory.relevance import Form, NullBaseline
@@ -244,11 +245,12 @@ class MemoryService:
         # the keyword channel's SQL runs beside the query's embedding (memory/overlap.py); its Python (the
         # query's words, its time window) here first: beside, it would hold the GIL the embedding waits for
         said = tokenize(query)
-        terms = widen(said, lambda named: self.keyword.used(user_id, named))  # kin by their other names too
-        kin = frozenset(terms[len(said):])
+        terms = widen(said)  # kin and pets by their other names too (memory/kin.py)
+        kin = about(said)
         window = parse_time_window(query, now) if opts.time_aware else None
         side = Beside(lambda: self._keyword_channel(user_id, query, terms, kinds, pool, opts))
         profile = asks_profile(query)
+        slots = asks_slot(query)
         time_words = window.expression if window is not None else ""
         plans = opts.time_aware and asks_plans(query, time_words)
         recap = opts.time_aware and not plans and asks_recap(query, time_words)
@@ -259,6 +261,8 @@ class MemoryService:
             dense = self.store.search(user_id, vector, kinds=kinds, k=pool, include_shared=opts.include_documents)
             if profile:  # "你对我了解多少？": every fact and preference is a candidate, not only those near its words
                 dense += self.store.search(user_id, vector, kinds=[Kind.FACT, Kind.PREFERENCE], k=pool)
+            elif slots:  # "What's my name?": the facts are candidates, the one filling the slot answers in any language
+                dense += self.store.search(user_id, vector, kinds=[Kind.FACT], k=pool)
             if recap:  # "我昨天跟你说了什么": the memories made then are the candidates that answer
                 span, made = self._made_in(user_id, vector, window, now, pool)
                 dense += made
@@ -295,7 +299,8 @@ class MemoryService:
         strict = opts.relevance_floor  # applied below, once documents are judged by their sentences too
         ranked = rank(candidates, replace(opts, relevance_floor=False), now=now, window=window,
                       forgetting=self.forgetting, baseline=floors, asks_when=asks_when(query),
-                      asks_feeling=asks_feeling(query), asks_profile=profile, recap=span, ahead=ahead, kin=kin)
+                      asks_feeling=asks_feeling(query), asks_profile=profile, recap=span, ahead=ahead, kin=kin,
+                      slots=slots)
         if strict:  # a memory under the floor is dropped before it can lift a neighbour (documents: judged below)
             ranked = [it for it in ranked if it.source == "document" or it.signals.get("relevant", 1.0) > 0]
         if pending:
@@ -305,13 +310,15 @@ class MemoryService:
         if strict:  # the head that can be selected, documents judged by their best sentence, then the floor
             head = judge_documents(ranked[:4 * opts.k], vector, baseline, self.store.embedder.embed)
             ranked = [it for it in head + ranked[4 * opts.k:] if it.signals.get("relevant", 1.0) > 0]
+        if slots:
+            ranked = slot_first(ranked)
         if profile:
             ranked = profile_first(ranked)
         if span is not None:
             ranked = recap_first(ranked, span)
         if ahead is not None:
             ranked = plans_first(ranked, ahead)
-        ordered = profile or span is not None or ahead is not None  # MMR would undo the order the answer needs
+        ordered = bool(profile or slots) or span is not None or ahead is not None  # MMR would undo their order
         out = select(ranked, replace(opts, mmr=False) if ordered else opts, embed=self.store.embedder.embed)
         if not strict:
             out = judge_documents(out, vector, baseline, self.store.embedder.embed)  # by their best sentence

@@ -15,9 +15,11 @@ from mneme.memory.answertype import (
     asks_plans,
     asks_profile,
     asks_recap,
+    asks_slot,
     asks_when,
     confides,
     describes_user,
+    fills,
     tells_when,
 )
 from mneme.memory.base import Kind, MemoryRecord
@@ -165,7 +167,9 @@ def test_a_question_about_feelings_lists_the_summary_under_the_relevance_floor(q
     got = service.recall("u", question, options=strict)
     assert got and got[0].kind == Kind.SUMMARY and got[0].signals["when"] == 1.0
     for other in ["我的猫叫什么？", "高压锅的压力阀怎么调？", "How am I doing on my hiking?"]:  # no bonus, no pass
-        assert all("when" not in it.signals for it in service.recall("u", other, options=strict))
+        # (but the fact holding the cat's name answers 我的猫叫什么？ as its slot: asks_slot)
+        assert all("when" not in it.signals or it.signals.get("slot") == 1.0
+                   for it in service.recall("u", other, options=strict))
     assert all(it.kind != Kind.SUMMARY for it in service.recall("u", "我的猫叫什么？", options=strict))
 
 
@@ -226,7 +230,7 @@ def test_a_question_about_the_user_lists_what_is_known_of_them(question: str) ->
     ("What have you been up to?", False), ("What did Caroline say?", False), ("What happened to my car?", False),
     ("我们聊过的那本书叫什么", False), ("我周末干什么？", False), ("What do I do on weekends?", False),
     ("我是做什么的", False), ("我是干什么的", False), ("你说什么？", False),  # found in review
-    ("What have I done this week?", True)])
+    ("What have I done this week?", True), ("上次跟你聊了什么？", True), ("你还记得上次聊了什么吗", True)])
 def test_a_question_that_asks_what_was_said_or_done_then(query: str, recap: bool) -> None:
     from mneme.memory.timewindow import parse_time_window
 
@@ -275,7 +279,8 @@ def test_a_recap_lists_what_was_said_then_newest_first(backend: str, tmp_path: P
 
 @pytest.mark.parametrize(("query", "plans"), [
     ("我接下来有什么安排？", True), ("我下周有什么计划", True), ("我之前说过要做什么", True), ("我明天要干什么", True),
-    ("明天要干嘛", True), ("What are my plans?", True), ("What do I have coming up?", True),
+    ("明天要干嘛", True), ("What are my plans?", True), ("What do I have coming up?", True), ("我明天要去哪里", True),
+    ("What am I doing tonight?", True),
     ("What's on my schedule next week?", True),
     # a topic is named (it ranks as any question), a statement, the assistant asked about itself
     ("我下周要去哪里出差", False), ("What am I doing wrong?", False), ("我要做什么菜", False),
@@ -302,3 +307,38 @@ def test_a_question_about_plans_lists_what_lies_ahead_soonest_first(backend: str
         assert not any("乌龙茶" in t for t in got)  # not a plan (加班 was for 8 July: after them, if at all)
     assert "Paris" in said("What's on my schedule next week?")[0]  # the window named: 21-27 July 2023
     assert said("我接下来有什么安排？", user="v") == []  # another user has no plans of u's
+
+
+@pytest.mark.parametrize(("query", "slots"), [
+    ("我叫什么名字？", ("name",)), ("What's my name?", ("name",)), ("我多大了", ("age",)), ("How old am I?", ("age",)),
+    ("我的生日是哪天", ("birthday",)), ("When is my birthday?", ("birthday",)), ("我住在哪里", ("home_city",)),
+    ("Where do I live?", ("home_city",)), ("Where am I from?", ("hometown",)), ("我是做什么的", ("job",)),
+    ("What do I do for work?", ("job",)), ("我在哪上班", ("workplace",)), ("我对什么过敏", ("allergy:",)),
+    ("What am I allergic to?", ("allergy:",)), ("我在学什么", ("learning:",)), ("我老婆叫什么", ("partner",)),
+    ("What's my wife's name?", ("partner",)), ("我女儿叫什么名字", ("family:",)), ("What is my dog called?", ("pet:",)),
+    # statements, another person's slot, the assistant's
+    ("我叫王小明", ()), ("My name is Anna", ()), ("我的工作很累", ()), ("我老婆叫小红", ()), ("你叫什么名字", ()),
+    ("我妈妈的生日是哪天", ()), ("What did Caroline say?", ())])
+def test_a_question_about_one_thing_the_user_told(query: str, slots: tuple[str, ...]) -> None:
+    assert asks_slot(query) == slots
+
+
+def test_a_fact_fills_a_slot_by_its_key_or_the_key_s_prefix() -> None:
+    def fact(key: str | None, kind: Kind = Kind.FACT) -> MemoryRecord:
+        return MemoryRecord(id="f", user_id="u", kind=kind, text="t", created_at=0.0, key=key)
+
+    assert fills(fact("name"), ("name",)) and fills(fact("allergy:花生"), ("allergy:",))
+    assert not fills(fact("nickname"), ("name",)) and not fills(fact("allergy"), ("allergy:",))
+    assert not fills(fact(None), ("name",)) and not fills(fact("pref:tea", Kind.PREFERENCE), ("pref:",))
+
+
+@pytest.mark.slow  # loads the offline use-m3 model: the relevance floor is about a real embedder's cosines
+def test_a_slot_question_is_answered_by_its_fact_in_any_language(tmp_path: Path) -> None:
+    _, said = said_days_ago("memory", tmp_path, [(30, "我叫王小明，今年28岁"), (25, "My wife's name is Anna"),
+                                                 (15, "我老家是四川成都的"), (5, "I'm allergic to peanuts")], k=3)
+    assert said("What's my name?")[0] == "用户的名字是王小明"  # not "My wife's name is Anna" for the shared word
+    assert said("我老婆叫什么")[0] == "The user's wife is called Anna"
+    assert said("How old am I?")[0] == "用户今年28岁"
+    assert said("Where am I from?")[0] == "用户来自四川成都"
+    assert said("我对什么过敏")[0] == "The user is allergic to peanuts"
+    assert said("What's my name?", user="v") == []

@@ -137,7 +137,8 @@ def test_a_queued_turn_is_found_by_meaning_in_another_language(journal: WriteJou
     assert service.recall("bob", asked) == []  # another user's queue is not theirs
     service.applier.resume()
     assert service.drain(10)
-    assert service.recall("alice", asked)[0].id == found[0].id  # the record it became
+    assert found[0].id in {it.id for it in service.recall("alice", asked)}  # the record it became (a fact filling
+    # the slot asked for may now come first: asks_slot)
 
 
 def test_a_batch_is_one_embedding_call_and_one_store_write(journal: WriteJournal) -> None:
