@@ -20,6 +20,7 @@ extends it, so a knob is declared and described once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +32,6 @@ from mneme.memory.forgetting import Fade, ForgettingPolicy, combine
 from mneme.memory.fusion import count_tokens, fit_budget, mmr
 from mneme.memory.relevance import Form, form_of, relevant
 from mneme.memory.timewindow import TimeWindow, time_affinity
-from mneme.memory.tokenize import tokenize
 
 CANDIDATE_POOL = 100
 """Candidates each channel contributes, whatever ``k`` asks for (``4·k`` when that is more). The dense scores
@@ -129,7 +129,7 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
          window: TimeWindow | None = None, forgetting: ForgettingPolicy | None = None,
          baseline: float | Mapping[Form, float] | None = None, asks_when: str | None = None,
          asks_feeling: bool = False, asks_profile: bool = False, recap: TimeWindow | None = None,
-         ahead: TimeWindow | None = None, kin: frozenset[str] = frozenset(),
+         ahead: TimeWindow | None = None, kin: re.Pattern[str] | None = None,
          slots: tuple[str, ...] = ()) -> list[Recalled]:
     """Score every candidate as the module docstring says; all that pass the floor, best first (ties by id).
 
@@ -141,8 +141,8 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
     "我昨天跟你说了什么"): the memories made in it then do (``recap_first`` puts them first); ``ahead``, the span a
     question about plans looks at (``answertype.asks_plans``: "我下周有什么安排？"): the memories telling of an event
     in it then do (``plans_first`` puts them first). ``kin`` (``kin.about``: the names of the family members or pets
-    the query names, or of the members of a group it names): a memory whose user's words hold one counts as
-    relevant.
+    the query names, or of the members of a group it names, as a pattern): a memory whose user's words hold one
+    counts as relevant.
     ``slots`` (``answertype.asks_slot``: "我叫什么名字？" → name): the facts filling them get the bonus, count as
     relevant and are marked ``signals["slot"]`` (``slot_first`` puts them first).
     ``baseline`` (the query's cosine to unrelated texts, ``relevance.NullBaseline``; one floor, or one per form of
@@ -180,8 +180,8 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
         if baseline is not None:
             floor = baseline if isinstance(baseline, float | int) else baseline[form_of(rec.kind)]
             ok = relevant(dense, baseline=floor, pool_min=pool_min) or answers  # however far its words are
-            if not ok and kin and rec.kind != Kind.DOCUMENT:  # "我有孩子吗？" of "我们有一个女儿": a name the
-                ok = not kin.isdisjoint(tokenize(said_by_user(rec.text)))  # query's kin word stands for
+            if not ok and kin is not None and rec.kind != Kind.DOCUMENT:  # "我有孩子吗？" of "我们有一个女儿": a
+                ok = kin.search(said_by_user(rec.text)) is not None  # name the query's kin word stands for
             if options.relevance_floor and not ok:
                 continue
             signals["relevant"] = 1.0 if ok else 0.0
