@@ -178,48 +178,74 @@ def names_topic(query: str, asked: str, time_words: str = "") -> bool:
 
 _MY_PARTNER_ZH = "老婆|老公|妻子|丈夫|爱人|男朋友|女朋友|对象"
 _MY_FAMILY_ZH = "女儿|儿子|孩子|宝宝|妈妈|爸爸|哥哥|姐姐|弟弟|妹妹|爷爷|奶奶|外公|外婆"
-_MY_PET_ZH = "[\u4e00-\u9fff]{0,2}?(?:猫|狗|猫咪|狗狗|兔子|仓鼠|鹦鹉|宠物)"
+_MY_PET_ZH = "猫咪|狗狗|猫|狗|兔子|仓鼠|鹦鹉|宠物"
 _MY_PARTNER_EN = "wife|husband|partner|girlfriend|boyfriend|fianc[eé]e?"
 _MY_FAMILY_EN = "son|daughter|kids?|baby|mom|mum|mother|dad|father|brother|sister|grandma|grandpa"
-_MY_PET_EN = "(?:[a-z]+ )?(?:cat|dog|puppy|kitten|rabbit|bunny|hamster|parrot|pet)"
-_NAMED_ZH = r"(?:叫|是)(?:什么|啥|谁)(?:名字)?|的名字"
-_NAMED_EN = r"(?:'s name|'s names| called| named)\b|\bwho is my\b"
+_MY_PET_EN = "cat|dog|puppy|kitten|rabbit|bunny|hamster|parrot|pet"
+_NAMED_ZH = r"(?:叫(?:什么|啥)(?:名字)?|是谁|的名字)"
+"""Asks a name: 叫什么, 是谁, 的名字 (not 是什么时候, 是什么星座: those ask something else of them)."""
+_NAMED_EN = r"(?:'s names?|' names|'s called| called| named)(?:\W*$|\?)"
+"""Asks a name: "my dog's name", "what is my dog called?" (not "my mom called me")."""
+_END = r"(?:了|来着)?[吗呢啊呀]?\W*$"
 _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((slot, re.compile(pattern, re.I)) for slot, pattern in (
-    ("name", r"我叫(?:什么|啥)|我的名字|我(?:的)?姓(?:什么|啥)|\bwhat(?:'s| is) my name\b|\bwhat am i called\b"
-             r"|\bdo you (?:know|remember) my name\b"),
-    ("age", r"我(?:今年)?(?:多大|几岁|多少岁)|我的年龄|\bhow old am i\b|\bmy age\b"),
-    ("birthday", r"我(?:的)?生日|我(?:是)?(?:哪天|什么时候|几月几号)(?:出生|生的)|\bmy birthday\b|\bwhen was i born\b"),
-    ("home_city", r"我(?:现在)?住(?:在)?(?:哪|什么地方|哪个城市)|\bwhere do i live\b|\bwhich city do i live in\b"),
+    ("name", rf"我叫(?:什么|啥)(?:名字)?{_END}|我的名字(?:是什么|叫什么|是啥)?{_END}|我(?:的)?姓(?:什么|啥)"
+             r"|\bwhat(?:'s| is) my name\b|\bwhat am i called\b|\bdo you (?:know|remember) my name\b"),
+    ("age", rf"我(?:今年)?(?:多大|几岁|多少岁){_END}|我的年龄|\bhow old am i\b|\bmy age\b"),
+    ("birthday", r"我(?:的)?生日(?:是)?(?:哪天|什么时候|几月几号|几号)|我(?:的)?生日是?(?:吗|呢)?\W*$"
+                 r"|我(?:是)?(?:哪天|什么时候|几月几号)(?:出生|生的)|\bwhen(?:'s| is) my birthday\b"
+                 r"|\bwhen was i born\b"),
+    ("home_city", rf"我(?:现在)?住(?:在)?(?:哪(?:里|儿)?|什么地方|哪个城市){_END}|\bwhere do i live\b"
+                  r"|\b(?:which|what) city do i live in\b"),
     ("hometown", r"我(?:的)?老家|我是哪(?:里|儿)?人|我来自哪|\bwhere am i from\b|\bmy hometown\b"
                  r"|\bwhere did i grow up\b"),
-    ("job", r"我(?:是)?(?:做|干)(?:什么|啥)(?:工作)?的|我的(?:工作|职业)|我(?:从事|做)(?:什么|啥)(?:工作|职业|行业)"
+    ("job", r"我(?:是)?(?:做|干)(?:什么|啥)(?:工作)?的|我的(?:工作|职业)是|我(?:从事|做)(?:什么|啥)(?:工作|职业|行业)"
             r"|\bwhat(?:'s| is) my (?:job|occupation|profession)\b|\bwhat do i do for (?:a living|work)\b"
             r"|\bwhat (?:kind of )?work do i do\b"),
-    ("workplace", r"我在哪(?:里|儿|个公司|家公司)?(?:工作|上班)|\bwhere do i work\b"),
+    ("workplace", r"我在哪(?:里|儿|个公司|家公司|个城市)?(?:工作|上班)|\bwhere do i work\b"),
+    ("work_city", r"我在哪(?:里|儿|个城市)?(?:工作|上班)|\bwhere do i work\b|\bwhat city do i work in\b"),
     ("school", r"我在哪(?:里|儿|个学校|所学校)?(?:上学|读书|念书)|我的学校|\bwhere do i (?:study|go to school)\b"
                r"|\bwhat school do i\b"),
     ("diet", r"我吃素吗|我是素食|\bam i (?:a )?(?:vegetarian|vegan)\b|\bmy diet\b"),
     ("allergy:", r"我对(?:什么|啥|哪些)(?:东西|食物)?过敏|我有(?:什么)?过敏|\b(?:what|anything) am i allergic to\b"
-                 r"|\bam i allergic\b|\bmy allergies\b"),
-    ("learning:", r"我(?:最近|现在)?在学(?:什么|啥)|\bwhat am i learning\b"),
-    ("partner", rf"我(?:的)?(?:{_MY_PARTNER_ZH})(?:{_NAMED_ZH})|\bmy (?:{_MY_PARTNER_EN})(?:{_NAMED_EN})"
+                 r"|\bam i allergic\b|\bmy allergies\b|\bdo i have (?:any )?allergies\b"),
+    ("learning:", r"我(?:最近|现在)?(?:正)?在学(?:什么|啥)|\bwhat am i (?:learning|studying)\b"),
+    ("partner", rf"我(?:的)?(?:{_MY_PARTNER_ZH}){_NAMED_ZH}|\bmy (?:{_MY_PARTNER_EN}){_NAMED_EN}"
                 rf"|\bwho is my (?:{_MY_PARTNER_EN})\b"),
-    ("family:", rf"我(?:的)?(?:{_MY_FAMILY_ZH})(?:{_NAMED_ZH})|\bmy (?:{_MY_FAMILY_EN})(?:{_NAMED_EN})"),
-    ("pet:", rf"我(?:的|家的?)?{_MY_PET_ZH}(?:{_NAMED_ZH})|\bmy {_MY_PET_EN}(?:{_NAMED_EN})"),
 ))
 """A question about one thing the user told of themselves, and the slot that holds it (``memory.extraction``'s
 keys; ``x:`` for every ``x:<what>``)."""
+_FAMILY_SLOT = re.compile(rf"我(?:的)?(?P<zh>{_MY_FAMILY_ZH}){_NAMED_ZH}|\bmy (?P<en>{_MY_FAMILY_EN}){_NAMED_EN}"
+                          rf"|\bwho is my (?P<who>{_MY_FAMILY_EN})\b", re.I)
+_PET_SLOT = re.compile(rf"我(?:的|家的?)?(?:(?!的)[\u4e00-\u9fff]){{0,2}}?(?P<zh>{_MY_PET_ZH}){_NAMED_ZH}"
+                       rf"|\bmy (?:[a-z]+ )?(?P<en>{_MY_PET_EN}){_NAMED_EN}", re.I)
+"""A family member's or a pet's name asked for: the slot is ``family:<relation>`` / ``pet:…<animal>`` by any of its
+names (``kin.names_of``: 女儿 is also daughter), not any family member or pet ("我的狗叫什么" is not the cat)."""
 
 
 def asks_slot(query: str) -> tuple[str, ...]:
-    """The slots (``extraction`` keys, or ``x:`` prefixes) holding what ``query`` asks of the user ("我叫什么名字？",
-    "What's my name?" → name; "我对什么过敏" → allergy:); empty for other questions. A slot's fact answers in any
-    language: "What's my name?" finds "用户的名字是王小明", not "My wife's name is Anna" for the shared word."""
+    """The slots (``extraction`` keys; ``x:`` a prefix; ``pet:*<animal>`` a pet key ending so) holding what ``query``
+    asks of the user ("我叫什么名字？", "What's my name?" → name; "我对什么过敏" → allergy:; "我女儿叫什么名字" →
+    family:女儿, family:daughter, family:闺女); empty for other questions. A slot's fact answers in any language:
+    "What's my name?" finds "用户的名字是王小明", not "My wife's name is Anna" for the shared word."""
+    from mneme.memory.kin import names_of
     from mneme.memory.lowvalue import is_question  # a statement ("我的工作很累") asks for no slot
 
     if not is_question(query):
         return ()
-    return tuple(slot for slot, pattern in _SLOTS if pattern.search(query))
+    slots = [slot for slot, pattern in _SLOTS if pattern.search(query)]
+    family = _FAMILY_SLOT.search(query)
+    if family:
+        relation = (family["zh"] or family["en"] or family["who"]).lower()
+        if relation in ("kid", "kids", "孩子", "宝宝", "baby"):
+            kids = ("孩子", "宝宝", "kid", "kids", "baby", *names_of("son"), *names_of("daughter"))
+            slots += [f"family:{n}" for n in kids]
+        else:
+            slots += [f"family:{n}" for n in names_of(relation)]
+    pet = _PET_SLOT.search(query)
+    if pet:
+        animal = (pet["zh"] or pet["en"]).lower()
+        slots += ["pet:"] if animal in ("宠物", "pet") else [f"pet:*{n}" for n in names_of(animal)]
+    return tuple(dict.fromkeys(slots))
 
 
 def fills(record: MemoryRecord, slots: tuple[str, ...]) -> bool:
@@ -227,7 +253,14 @@ def fills(record: MemoryRecord, slots: tuple[str, ...]) -> bool:
     key = record.key
     if not slots or not key or record.kind != Kind.FACT:
         return False
-    return any(key == slot or (slot.endswith(":") and key.startswith(slot)) for slot in slots)
+    key = key.lower()
+    for slot in slots:
+        if slot.startswith("pet:*"):
+            if key.startswith("pet:") and key.endswith(slot[5:]):
+                return True
+        elif key == slot or (slot.endswith(":") and key.startswith(slot)):
+            return True
+    return False
 
 
 def asks_feeling(query: str) -> bool:

@@ -121,14 +121,29 @@ def about(terms: Sequence[str]) -> re.Pattern[str] | None:
     is not in "person"); None when they name none."""
     _, words, groups = _tables()
     names = {w for term in terms for w in (*words.get(term, ()), *groups.get(term, ()))}
+    names = {n for n in names if n.isascii() or len(n) > 1}
     return _pattern(frozenset(names)) if names else None
+
+
+_GUARDS = {"哥哥": r"(?<!小)哥哥", "姐姐": r"(?<!小)姐姐", "太太": r"(?<!老)太太", "爱人": r"爱人(?!民)",
+           "丈夫": r"(?<!大)丈夫", "弟弟": r"(?<!小)弟弟", "妹妹": r"(?<!小)妹妹"}
+"""Names inside other words: 小哥哥 (a young man), 老太太 (an old lady), 我爱人民, 大丈夫."""
 
 
 @lru_cache(maxsize=256)
 def _pattern(names: frozenset[str]) -> re.Pattern[str]:
-    zh = sorted((n for n in names if not n.isascii()), key=len, reverse=True)
+    # single characters (妈, 爸, 猫, 狗) are left out: they sit inside 姑妈, 熊猫, 热狗; 妈妈, 我妈, 小猫 are kept
+    zh = sorted((n for n in names if not n.isascii() and len(n) > 1), key=len, reverse=True)
     en = sorted((n for n in names if n.isascii()), key=len, reverse=True)
-    parts = [*map(re.escape, zh)]
+    parts = [_GUARDS.get(n, re.escape(n)) for n in zh]
     if en:
         parts.append(r"(?<![a-z])(?:" + "|".join(map(re.escape, en)) + r")(?:s|es)?(?![a-z])")
     return re.compile("|".join(parts), re.IGNORECASE)
+
+
+def names_of(word: str) -> tuple[str, ...]:
+    """Every name of the family member or pet ``word`` names, ``word`` first (女儿 → 女儿, daughter, 闺女; 哥哥 → 哥哥,
+    brother; brother → brother, 哥哥, 弟弟); just ``word`` when it is none of them. Lower-cased."""
+    _, words, _ = _tables()
+    token = _token(word.lower())
+    return tuple(dict.fromkeys([word.lower(), *(w.lower() for w in words.get(token or "", ()))]))

@@ -313,14 +313,30 @@ def test_a_question_about_plans_lists_what_lies_ahead_soonest_first(backend: str
     ("我叫什么名字？", ("name",)), ("What's my name?", ("name",)), ("我多大了", ("age",)), ("How old am I?", ("age",)),
     ("我的生日是哪天", ("birthday",)), ("When is my birthday?", ("birthday",)), ("我住在哪里", ("home_city",)),
     ("Where do I live?", ("home_city",)), ("Where am I from?", ("hometown",)), ("我是做什么的", ("job",)),
-    ("What do I do for work?", ("job",)), ("我在哪上班", ("workplace",)), ("我对什么过敏", ("allergy:",)),
+    ("What do I do for work?", ("job",)), ("我在哪上班", ("workplace", "work_city")), ("我对什么过敏", ("allergy:",)),
     ("What am I allergic to?", ("allergy:",)), ("我在学什么", ("learning:",)), ("我老婆叫什么", ("partner",)),
-    ("What's my wife's name?", ("partner",)), ("我女儿叫什么名字", ("family:",)), ("What is my dog called?", ("pet:",)),
-    # statements, another person's slot, the assistant's
+    ("What's my wife's name?", ("partner",)), ("我女儿叫什么名字", ("family:女儿", "family:daughter", "family:闺女")),
+    ("我哥哥叫什么", ("family:哥哥", "family:brother")), ("我的宠物叫什么", ("pet:",)),
+    ("我在哪个城市工作", ("workplace", "work_city")), ("Do I have any allergies?", ("allergy:",)),
+    # statements, another person's slot, the assistant's, and what is not a name or a slot (found in review)
     ("我叫王小明", ()), ("My name is Anna", ()), ("我的工作很累", ()), ("我老婆叫小红", ()), ("你叫什么名字", ()),
-    ("我妈妈的生日是哪天", ()), ("What did Caroline say?", ())])
+    ("我妈妈的生日是哪天", ()), ("What did Caroline say?", ()), ("我女儿是什么时候出生的？", ()),
+    ("我老婆是什么星座", ()),
+    ("我哥的狗叫什么", ()), ("我叫什么外卖好", ()), ("My mom called me today, what should I say?", ()),
+    ("我住哪个酒店", ()), ("我多大的时候学会游泳的", ()), ("我生日那天去哪吃饭", ())])
 def test_a_question_about_one_thing_the_user_told(query: str, slots: tuple[str, ...]) -> None:
     assert asks_slot(query) == slots
+
+
+@pytest.mark.parametrize(("query", "key", "filled"), [
+    ("我的狗叫什么？", "pet:金毛狗", True), ("What is my dog called?", "pet:狗", True),
+    ("我的狗叫什么？", "pet:猫", False),
+    ("我女儿叫什么名字", "family:daughter", True), ("我女儿叫什么名字", "family:妈妈", False),
+    ("我哥哥叫什么", "family:弟弟", False), ("Who is my brother?", "family:弟弟", True),
+    ("我的宠物叫什么", "pet:猫", True)])
+def test_a_family_member_or_pet_slot_is_that_one_by_any_of_its_names(query: str, key: str, filled: bool) -> None:
+    fact = MemoryRecord(id="f", user_id="u", kind=Kind.FACT, text="t", created_at=0.0, key=key)
+    assert fills(fact, asks_slot(query)) is filled
 
 
 def test_a_fact_fills_a_slot_by_its_key_or_the_key_s_prefix() -> None:
@@ -335,10 +351,12 @@ def test_a_fact_fills_a_slot_by_its_key_or_the_key_s_prefix() -> None:
 @pytest.mark.slow  # loads the offline use-m3 model: the relevance floor is about a real embedder's cosines
 def test_a_slot_question_is_answered_by_its_fact_in_any_language(tmp_path: Path) -> None:
     _, said = said_days_ago("memory", tmp_path, [(30, "我叫王小明，今年28岁"), (25, "My wife's name is Anna"),
-                                                 (15, "我老家是四川成都的"), (5, "I'm allergic to peanuts")], k=3)
+                                                 (15, "我老家是四川成都的"), (5, "I'm allergic to peanuts"),
+                                                 (4, "我哥哥的狗叫旺财"), (3, "我的猫叫咪咪")], k=3)
     assert said("What's my name?")[0] == "用户的名字是王小明"  # not "My wife's name is Anna" for the shared word
     assert said("我老婆叫什么")[0] == "The user's wife is called Anna"
     assert said("How old am I?")[0] == "用户今年28岁"
     assert said("Where am I from?")[0] == "用户来自四川成都"
     assert said("我对什么过敏")[0] == "The user is allergic to peanuts"
+    assert "狗" not in said("我的猫叫什么")[0] and "咪咪" in said("我的猫叫什么")[0]  # that pet, not any pet
     assert said("What's my name?", user="v") == []
