@@ -56,8 +56,9 @@ def check_session(proc: subprocess.CompletedProcess[bytes], env: dict[str, str])
     assert out.count(LABEL_EN) == 2 and out.count(LABEL_ZH) == 1  # every line answered, labelled
     second = out.split(LABEL_EN)[2].split(LABEL_ZH)[0]
     assert "oolong" in second
-    # one stderr line per degraded turn, nothing else
-    lines = [line for line in err.splitlines() if line.strip()]
+    # one stderr line per degraded turn, nothing else (but the exit's "storing N queued turn(s)…" when the last
+    # turn's write takes over half a second: on a loaded CI machine it did, cli/chat.py close_after_drain)
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("mneme: storing ")]
     assert len(lines) == 3 and all(line.startswith("mneme: ") and "model unavailable" in line for line in lines)
     texts = [m["text"] for m in memories(env)]
     assert "user: I like oolong tea" in texts and "user: 我喜欢 \ufffd 咖啡" in texts
