@@ -461,6 +461,9 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     (re.compile(rf"我的?生日(?:是|在)(?P<v>{_ZH_VALUE}{{1,16}})"), _zh_birthday),
     (re.compile(rf"我(?:现在|目前)?{_ZH_IS}(?P<v>{_ZH_JOB_TITLE})"), _zh_job),
     (re.compile(rf"我(?:现在|目前)?是做(?P<v>{_ZH_VALUE}{{1,10}}?)的"), _zh_did_job),
+    # 我在一家银行做会计, 我在医院当护士: the job after 做/当 only when it is an occupation (我在家做饭 is not)
+    (re.compile(rf"我(?:现在|目前)?在(?:一家|一个|一所)?[\u4e00-\u9fff]{{1,10}}?(?:做|当)(?P<v>{_ZH_JOB_TITLE})"),
+     _zh_job),
     (re.compile(rf"我的?老家(?:是|在)(?P<v>[^{_ZH_BREAK}的]{{1,12}}?)(?:的|人)?(?=[{_ZH_BREAK}]|$)"), _zh_hometown),
     (re.compile(rf"我(?:的|家的?|家里的?)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|{_ZH_PETS})(?:的名字)?"
                 rf"(?:叫|名叫|是叫|名字是)(?P<v>{_ZH_VALUE}{{1,8}})"),

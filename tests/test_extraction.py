@@ -275,6 +275,8 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         # jobs said plainly, also with the subject dropped after a first clause
         ("我是护士", {"job": "护士"}), ("我住在柏林，是护士", {"home_city": "柏林", "job": "护士"}),
         ("我是做销售的", {"job": "销售"}),
+        ("我在一家银行做会计", {"job": "会计"}), ("我在医院当护士", {"job": "护士"}), ("我在家做饭", {}),
+        ("我在公司做项目", {}), ("我在做作业", {}),  # 做/当 an occupation only
         ("我是护士长", {"job": "护士长"}), ("我是销售总监", {"job": "销售总监"}),
         ("我是我们学校的校长", {"job": "校长"}), ("我是班长", {}), ("我是家长", {}), ("我是篮球队队长", {}),
         ("我是一个非常挑剔的吃货", {}), ("我是个很懒的宅男", {}),
