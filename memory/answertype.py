@@ -22,6 +22,7 @@ import re
 
 from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.eventtime import NAMES_TIME, span_of
+from mneme.memory.lowvalue import is_question
 
 _UNITS_EN = r"(?:years?|months?|weeks?|days?|hours?|minutes?)"
 _UNITS_ZH = r"(?:年(?!级)|个月|天|周|个?星期|个?小时|分钟)"  # 几年级 asks a grade, not a time
@@ -227,10 +228,9 @@ def asks_slot(query: str) -> tuple[str, ...]:
     asks of the user ("我叫什么名字？", "What's my name?" → name; "我对什么过敏" → allergy:; "我女儿叫什么名字" →
     family:女儿, family:daughter, family:闺女); empty for other questions. A slot's fact answers in any language:
     "What's my name?" finds "用户的名字是王小明", not "My wife's name is Anna" for the shared word."""
-    from mneme.memory.kin import names_of
-    from mneme.memory.lowvalue import is_question  # a statement ("我的工作很累") asks for no slot
+    from mneme.memory.kin import names_of  # here: kin loads jieba, which ranking (importing this module) needs not
 
-    if not is_question(query):
+    if not is_question(query):  # a statement ("我的工作很累") asks for no slot
         return ()
     slots = [slot for slot, pattern in _SLOTS if pattern.search(query)]
     family = _FAMILY_SLOT.search(query)

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mneme.memory.timewindow import DAY, TimeWindow, parse_time_window
+from mneme.memory.timewindow import AFFINITY_DECAY_DAYS, DAY, TimeWindow, parse_time_window
 
 START, END = "event_start", "event_end"
 """The metadata keys of a record's event span (POSIX seconds, ``[start, end)``)."""
@@ -119,7 +119,8 @@ def span_of(metadata: Mapping[str, Any]) -> tuple[float, float] | None:
     return float(start), float(end)
 
 
-def event_affinity(span: tuple[float, float], window: TimeWindow, *, decay_days: float = 3.0) -> float:
+def event_affinity(span: tuple[float, float], window: TimeWindow, *,
+                   decay_days: float = AFFINITY_DECAY_DAYS) -> float:
     """How well an event over ``span`` falls in ``window``, in [0, 1]: ``timewindow.time_affinity`` averaged over
     the span (the event's moment taken as uniform over it). A span inside the window scores 1; "last year" scores
     about 1/12 for "in June"; a weekend just outside a window decays as a day would (``decay_days <= 0``: the

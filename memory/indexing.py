@@ -33,10 +33,15 @@ def context_of(previous_reply: str | None) -> str:
     return previous_reply.strip()[-CONTEXT_CHARS:]
 
 
+def user_part(text: str) -> str:
+    """An episode's user part ("user: …" before "\nassistant: …"): what the user said, not the reply."""
+    return text.partition("\nassistant: ")[0]
+
+
 def search_text(record: MemoryRecord) -> str:
     """The text embedded and indexed for ``record``."""
     if record.kind != Kind.EPISODIC:
         return record.text
-    user, _, reply = record.text.partition("\nassistant: ")
+    user, reply = user_part(record.text), record.text.partition("\nassistant: ")[2]
     parts = [str(record.metadata.get("context", "")), user.removeprefix("user: "), without_questions(reply)]
     return "\n".join(p for p in parts if p)

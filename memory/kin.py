@@ -121,7 +121,7 @@ def about(terms: Sequence[str]) -> re.Pattern[str] | None:
     is not in "person"); None when they name none."""
     _, words, groups = _tables()
     names = {w for term in terms for w in (*words.get(term, ()), *groups.get(term, ()))}
-    names = {n for n in names if n.isascii() or len(n) > 1}
+    names = {n for n in names if n.isascii() or len(n) > 1}  # 妈, 猫, 狗 sit inside 姑妈, 熊猫, 热狗
     return _pattern(frozenset(names)) if names else None
 
 
@@ -132,8 +132,7 @@ _GUARDS = {"哥哥": r"(?<!小)哥哥", "姐姐": r"(?<!小)姐姐", "太太": r
 
 @lru_cache(maxsize=256)
 def _pattern(names: frozenset[str]) -> re.Pattern[str]:
-    # single characters (妈, 爸, 猫, 狗) are left out: they sit inside 姑妈, 熊猫, 热狗; 妈妈, 我妈, 小猫 are kept
-    zh = sorted((n for n in names if not n.isascii() and len(n) > 1), key=len, reverse=True)
+    zh = sorted((n for n in names if not n.isascii()), key=len, reverse=True)
     en = sorted((n for n in names if n.isascii()), key=len, reverse=True)
     parts = [_GUARDS.get(n, re.escape(n)) for n in zh]
     if en:
@@ -141,6 +140,7 @@ def _pattern(names: frozenset[str]) -> re.Pattern[str]:
     return re.compile("|".join(parts), re.IGNORECASE)
 
 
+@cache
 def names_of(word: str) -> tuple[str, ...]:
     """Every name of the family member or pet ``word`` names, ``word`` first (女儿 → 女儿, daughter, 闺女; 哥哥 → 哥哥,
     brother; brother → brother, 哥哥, 弟弟); just ``word`` when it is none of them. Lower-cased."""

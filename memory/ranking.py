@@ -30,6 +30,7 @@ from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.eventtime import event_affinity, span_of
 from mneme.memory.forgetting import Fade, ForgettingPolicy, combine
 from mneme.memory.fusion import count_tokens, fit_budget, mmr
+from mneme.memory.indexing import user_part
 from mneme.memory.relevance import Form, form_of, relevant
 from mneme.memory.timewindow import TimeWindow, time_affinity
 
@@ -181,7 +182,7 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
             floor = baseline if isinstance(baseline, float | int) else baseline[form_of(rec.kind)]
             ok = relevant(dense, baseline=floor, pool_min=pool_min) or answers  # however far its words are
             if not ok and kin is not None and rec.kind != Kind.DOCUMENT:  # "我有孩子吗？" of "我们有一个女儿": a
-                ok = kin.search(said_by_user(rec.text)) is not None  # name the query's kin word stands for
+                ok = kin.search(user_part(rec.text)) is not None  # name the query's kin word stands for
             if options.relevance_floor and not ok:
                 continue
             signals["relevant"] = 1.0 if ok else 0.0
@@ -217,23 +218,26 @@ def rank(candidates: Iterable[Candidate], options: RecallOptions, *, now: float,
     return scored
 
 
-def said_by_user(text: str) -> str:
-    """The user's words of an episode ("user: …\nassistant: …"): what the user said, not the assistant's reply."""
-    return text.split("\nassistant:", 1)[0]
-
-
 def tells_of(metadata: Mapping[str, Any], span: TimeWindow) -> bool:
     """Whether a record's stored event span (``eventtime``) overlaps ``span``."""
     event = span_of(metadata)
     return event is not None and event[1] > span.start and event[0] < span.end
 
 
+def _first(ranked: Sequence[Recalled], answers: Callable[[Recalled], bool],
+           order: Callable[[Recalled], Any] | None = None) -> list[Recalled]:
+    """``ranked`` with the items that ``answers`` first (sorted by ``order`` if given, else as ranked), then the
+    rest as ranked: the answer to a question whose words name no topic for the scores to measure."""
+    first = [it for it in ranked if answers(it)]
+    rest = [it for it in ranked if not answers(it)]
+    return (sorted(first, key=order) if order else first) + rest  # sorted is stable: ties keep their rank
+
+
 def plans_first(ranked: Sequence[Recalled], span: TimeWindow) -> list[Recalled]:
     """``ranked`` with the memories that tell of an event in ``span`` first, soonest first, then the rest in their
     order: the answer to a question about what the user has ahead that names nothing else ("我接下来有什么安排？")."""
-    ahead = [it for it in ranked if it.source == "memory" and tells_of(it.metadata, span)]
-    ahead.sort(key=lambda it: (span_of(it.metadata) or (0.0, 0.0))[0])  # stable: ties keep their rank
-    return ahead + [it for it in ranked if not (it.source == "memory" and tells_of(it.metadata, span))]
+    return _first(ranked, lambda it: it.source == "memory" and tells_of(it.metadata, span),
+                  lambda it: (span_of(it.metadata) or (0.0, 0.0))[0])
 
 
 def recap_first(ranked: Sequence[Recalled], span: TimeWindow) -> list[Recalled]:
@@ -257,13 +261,13 @@ def recap_first(ranked: Sequence[Recalled], span: TimeWindow) -> list[Recalled]:
 def slot_first(ranked: Sequence[Recalled]) -> list[Recalled]:
     """``ranked`` with the facts filling the slot a question asks for (``signals["slot"]``) first, each part in its
     order: "What's my name?" is answered by the name, whatever else shares its words."""
-    return sorted(ranked, key=lambda it: it.signals.get("slot") != 1.0)  # stable
+    return _first(ranked, lambda it: it.signals.get("slot") == 1.0)
 
 
 def profile_first(ranked: Sequence[Recalled]) -> list[Recalled]:
     """``ranked`` with the facts and preferences first, each part in its order: the answer to a question about the
     user as a whole (``answertype.asks_profile``), which names no topic for the other items' scores to measure."""
-    return sorted(ranked, key=lambda it: it.kind not in PROFILE_KINDS)  # stable: each part keeps its order
+    return _first(ranked, lambda it: it.kind in PROFILE_KINDS)
 
 
 def select(ranked: Sequence[Recalled], options: RecallOptions, *,

@@ -65,7 +65,7 @@ from mneme.memory.ranking import (
     slot_first,
 )
 from mneme.memory.redaction import forget_remembered, redact
-from mneme.memory.relevance import Form, NullBaseline
+from mneme.memory.relevance import Form, NullBaseline, form_of
 from mneme.memory.timewindow import AFFINITY_DECAY_DAYS, DAY, TimeWindow, parse_time_window, time_affinity
 from mneme.memory.tokenize import tokenize
 from mneme.memory.writing import TurnPlan, WritePolicy, aplan_turn, forget_previews, plan_turn, preview_plan
@@ -148,6 +148,11 @@ AHEAD_DAYS = 10 * 365
 """How far ahead a question about plans that names no time looks."""
 RECAP_SLACK_DAYS = AFFINITY_DECAY_DAYS
 """How far beyond a named window a recap looks when the window holds nothing (``time_affinity``'s decay days)."""
+
+
+def _queued_kind(entry: JournalEntry) -> Kind:
+    """The kind of record a queued turn will become: its episode, or (a confided worry) only its summary."""
+    return Kind.EPISODIC if entry.preview.startswith("user:") else Kind.SUMMARY
 
 
 def _new_id(prefix: str) -> str:
@@ -310,15 +315,15 @@ class MemoryService:
         if strict:  # the head that can be selected, documents judged by their best sentence, then the floor
             head = judge_documents(ranked[:4 * opts.k], vector, baseline, self.store.embedder.embed)
             ranked = [it for it in head + ranked[4 * opts.k:] if it.signals.get("relevant", 1.0) > 0]
+        ordered = False  # an answer put first below: MMR would undo its order
         if slots:
-            ranked = slot_first(ranked)
+            ranked, ordered = slot_first(ranked), True
         if profile:
-            ranked = profile_first(ranked)
+            ranked, ordered = profile_first(ranked), True
         if span is not None:
-            ranked = recap_first(ranked, span)
+            ranked, ordered = recap_first(ranked, span), True
         if ahead is not None:
-            ranked = plans_first(ranked, ahead)
-        ordered = bool(profile or slots) or span is not None or ahead is not None  # MMR would undo their order
+            ranked, ordered = plans_first(ranked, ahead), True
         out = select(ranked, replace(opts, mmr=False) if ordered else opts, embed=self.store.embedder.embed)
         if not strict:
             out = judge_documents(out, vector, baseline, self.store.embedder.embed)  # by their best sentence
@@ -400,7 +405,7 @@ class MemoryService:
         out: list[tuple[JournalEntry, float]] = []
         for (entry, _), cosine in zip(queued, cosines.tolist(), strict=True):
             share = words.pop(entry.id, 0.0)
-            form: Form = "first" if entry.preview.startswith("user:") else "third"
+            form = form_of(_queued_kind(entry))
             d = (cosine - lo) / (hi - lo) if hi > lo else 1.0
             if cosine > floors[form] or (made_in is not None and made_in.contains(entry.created_at)):
                 out.append((entry, max(share, (1 - kw) * d + kw * share)))
@@ -420,7 +425,8 @@ class MemoryService:
             return out
         for entry, overlap in hits:
             ep_id, sum_id = record_ids(entry.id)
-            rid = ep_id if entry.preview.startswith("user:") else sum_id
+            kind = _queued_kind(entry)
+            rid = ep_id if kind == Kind.EPISODIC else sum_id
             if rid in exclude or not entry.preview:
                 continue
             relevance = overlap
@@ -434,7 +440,7 @@ class MemoryService:
             if relevance < opts.score_floor:
                 continue
             out.append(Recalled(
-                id=rid, kind=Kind.EPISODIC if rid == ep_id else Kind.SUMMARY, text=entry.preview, score=relevance,
+                id=rid, kind=kind, text=entry.preview, score=relevance,
                 source="memory", created_at=entry.created_at, source_turns=list(entry.turn_ids),
                 thread_id=entry.thread_id, metadata={"queued": True}, signals=signals, user_id=entry.user_id))
         return out
