@@ -23,6 +23,7 @@ import re
 from mneme.memory.base import Kind, MemoryRecord
 from mneme.memory.eventtime import NAMES_TIME, span_of
 from mneme.memory.lowvalue import is_question
+from mneme.memory.pets import BREEDS_EN, BREEDS_ZH, PETS_EN, PETS_ZH, same_animal
 
 _UNITS_EN = r"(?:years?|months?|weeks?|days?|hours?|minutes?)"
 _UNITS_ZH = r"(?:年(?!级)|个月|天|周|个?星期|个?小时|分钟)"  # 几年级 asks a grade, not a time
@@ -179,10 +180,10 @@ def names_topic(query: str, asked: str, time_words: str = "") -> bool:
 
 _MY_PARTNER_ZH = "老婆|老公|妻子|丈夫|爱人|男朋友|女朋友|对象"
 _MY_FAMILY_ZH = "女儿|儿子|孩子|宝宝|妈妈|爸爸|哥哥|姐姐|弟弟|妹妹|爷爷|奶奶|外公|外婆"
-_MY_PET_ZH = "猫咪|狗狗|猫|狗|兔子|仓鼠|鹦鹉|宠物"
+_MY_PET_ZH = f"{BREEDS_ZH}|{PETS_ZH}"
 _MY_PARTNER_EN = "wife|husband|partner|girlfriend|boyfriend|fianc[eé]e?"
 _MY_FAMILY_EN = "son|daughter|kids?|baby|mom|mum|mother|dad|father|brother|sister|grandma|grandpa"
-_MY_PET_EN = "cat|dog|puppy|kitten|rabbit|bunny|hamster|parrot|pet"
+_MY_PET_EN = f"{BREEDS_EN}|{PETS_EN}"
 _NAMED_ZH = r"(?:叫(?:什么|啥)(?:名字)?|是谁|的名字)"
 """Asks a name: 叫什么, 是谁, 的名字 (not 是什么时候, 是什么星座: those ask something else of them)."""
 _NAMED_EN = r"(?:'s names?|' names|'s called| called| named)(?:\W*$|\?)"
@@ -255,8 +256,8 @@ def fills(record: MemoryRecord, slots: tuple[str, ...]) -> bool:
         return False
     key = key.lower()
     for slot in slots:
-        if slot.startswith("pet:*"):
-            if key.startswith("pet:") and key.endswith(slot[5:]):
+        if slot.startswith("pet:*"):  # the pet asked after by its kind or breed: 柯基 is a 狗, a dog
+            if key.startswith("pet:") and same_animal(key[4:], slot[5:]):
                 return True
         elif key == slot or (slot.endswith(":") and key.startswith(slot)):
             return True

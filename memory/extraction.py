@@ -33,6 +33,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from mneme.errors import ModelOutputError, ModelUnavailableError
+from mneme.memory.pets import BREEDS_EN, BREEDS_ZH, PETS_EN, PETS_ZH
 from mneme.prompts.writing import (
     FACT_EXTRACTION_SYSTEM,
     RETRY_NOTE,
@@ -256,14 +257,14 @@ _ZH_JOB_TITLE = (rf"[\u4e00-\u9fff]{{0,6}}?(?:(?:{_ZH_JOBS})(?:主管|组长)?|(
 """护士, 软件工程师, 护士长, 销售总监, 校长: an occupation said plainly after 是 (the job ends the clause)."""
 _ZH_PARTNERS = "老婆|老公|妻子|丈夫|爱人|男朋友|女朋友|对象"
 _ZH_FAMILY = "女儿|儿子|孩子|宝宝|妈妈|爸爸|哥哥|姐姐|弟弟|妹妹|爷爷|奶奶|外公|外婆"
-_ZH_PETS = "猫|狗|猫咪|狗狗|小猫|小狗|兔子|仓鼠|鹦鹉|宠物"
+_ZH_PETS = f"{PETS_ZH}|{BREEDS_ZH}"
 _EN_PARTNERS = "wife|husband|partner|girlfriend|boyfriend|fiancée?"
 _EN_FAMILY = "son|daughter|kid|baby|mom|mum|mother|dad|father|brother|sister|grandma|grandpa"
-_EN_PETS = "cat|dog|puppy|kitten|rabbit|bunny|hamster|parrot|pet"
+_EN_PETS = f"{BREEDS_EN}|{PETS_EN}"
 _ZH_PET_NOUN = rf"[\u4e00-\u9fff]{{0,2}}?(?:{_ZH_PETS})"
-"""A pet with a word before it: 橘猫, 小白兔子, 金毛狗 (each its own key: a user may have two cats)."""
+"""A pet with a word before it: 橘猫, 小白兔子, 金毛狗 (each its own key: a user may have two cats); or a breed (金毛)."""
 _EN_PET_NOUN = rf"(?:[a-z]+ )?(?:{_EN_PETS})"
-"""A pet with a word before it: "ginger cat", "rescue dog"."""
+"""A pet with a word before it: "ginger cat", "rescue dog"; or a breed: "golden retriever", "corgi"."""
 
 
 def _zh_did_job(m: re.Match[str]) -> Extracted | None:
@@ -465,7 +466,7 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     (re.compile(rf"我(?:现在|目前)?在(?:一家|一个|一所)?[\u4e00-\u9fff]{{1,10}}?(?:做|当)(?P<v>{_ZH_JOB_TITLE})"),
      _zh_job),
     (re.compile(rf"我的?老家(?:是|在)(?P<v>[^{_ZH_BREAK}的]{{1,12}}?)(?:的|人)?(?=[{_ZH_BREAK}]|$)"), _zh_hometown),
-    (re.compile(rf"我(?:的|家的?|家里的?)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|{_ZH_PETS})(?:的名字)?"
+    (re.compile(rf"我(?:的|家的?|家里的?)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|{_ZH_PET_NOUN})(?:的名字)?"
                 rf"(?:叫|名叫|是叫|名字是)(?P<v>{_ZH_VALUE}{{1,8}})"),
      lambda m: _named(m["r"], m["v"], zh=True)),
     (re.compile(rf"我(?:家)?养了(?:一|两|几)?[只条个]?(?P<r>{_ZH_PET_NOUN})[，,]?(?:它)?(?:叫|名叫|名字叫)"

@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable, Sequence
 from functools import cache, lru_cache
 
+from mneme.memory.pets import BREEDS, animal_of
 from mneme.memory.tokenize import tokenize
 
 SAME: tuple[tuple[str, ...], ...] = (
@@ -117,10 +118,11 @@ def widen(terms: Sequence[str]) -> list[str]:
 
 def about(terms: Sequence[str]) -> re.Pattern[str] | None:
     """What a record's words must hold to count as about the kin or pets ``terms`` (a query's keyword tokens) name:
-    any name of each member named, or of a member of each group named (English as whole words, plurals too: "son"
-    is not in "person"); None when they name none."""
+    any name of each member named, or of a member of each group named, and for a dog or a cat its breeds (English as
+    whole words, plurals too: "son" is not in "person"); None when they name none."""
     _, words, groups = _tables()
     names = {w for term in terms for w in (*words.get(term, ()), *groups.get(term, ()))}
+    names |= {breed for animal in {animal_of(n) for n in names} if animal for breed in BREEDS[animal]}  # 柯基 a dog
     names = {n for n in names if n.isascii() or len(n) > 1}  # 妈, 猫, 狗 sit inside 姑妈, 熊猫, 热狗
     return _pattern(frozenset(names)) if names else None
 

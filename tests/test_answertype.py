@@ -333,7 +333,11 @@ def test_a_question_about_one_thing_the_user_told(query: str, slots: tuple[str, 
     ("我的狗叫什么？", "pet:猫", False),
     ("我女儿叫什么名字", "family:daughter", True), ("我女儿叫什么名字", "family:妈妈", False),
     ("我哥哥叫什么", "family:弟弟", False), ("Who is my brother?", "family:弟弟", True),
-    ("我的宠物叫什么", "pet:猫", True)])
+    ("我的宠物叫什么", "pet:猫", True),
+    # a pet kept under its breed is the kind asked after (柯基 is a dog), not another kind
+    ("我的狗叫什么？", "pet:柯基", True), ("What's my dog called?", "pet:golden retriever", True),
+    ("我的狗叫什么？", "pet:布偶猫", False), ("What is my cat called?", "pet:husky", False),
+    ("我家柯基叫什么名字？", "pet:狗", True), ("What is my golden retriever's name?", "pet:golden retriever", True)])
 def test_a_family_member_or_pet_slot_is_that_one_by_any_of_its_names(query: str, key: str, filled: bool) -> None:
     fact = MemoryRecord(id="f", user_id="u", kind=Kind.FACT, text="t", created_at=0.0, key=key)
     assert fills(fact, asks_slot(query)) is filled
@@ -360,3 +364,13 @@ def test_a_slot_question_is_answered_by_its_fact_in_any_language(tmp_path: Path)
     assert said("我对什么过敏")[0] == "The user is allergic to peanuts"
     assert "狗" not in said("我的猫叫什么")[0] and "咪咪" in said("我的猫叫什么")[0]  # that pet, not any pet
     assert said("What's my name?", user="v") == []
+
+
+@pytest.mark.slow  # loads the offline use-m3 model: the relevance floor is about a real embedder's cosines
+def test_a_pet_told_of_by_its_breed_answers_a_question_about_its_kind(tmp_path: Path) -> None:
+    _, said = said_days_ago("memory", tmp_path, [(20, "I have a golden retriever called Max"),
+                                                 (12, "我老婆叫小红"), (9, "我家的布偶猫叫雪球"),
+                                                 (3, "We went hiking with the kids on Sunday")], k=3)
+    assert said("What's my dog called?")[0] == "The user's golden retriever is called Max"
+    assert said("我的猫叫什么名字？")[0] == "用户的布偶猫叫雪球"  # the cat, not the dog
+    assert said("我的狗叫什么名字？")[0] == "The user's golden retriever is called Max"  # in either language

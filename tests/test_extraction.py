@@ -293,7 +293,12 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         ("our cat is called Tom", {"pet:cat": "Tom"}),
         ("I got a new puppy named Biscuit", {"pet:puppy": "Biscuit"}), ("I have a friend named Bob", {}),
         ("我养了一只叫豆豆的猫", {"pet:猫": "豆豆"}), ("我养了一只叫年糕的柯基。", {"pet:柯基": "年糕"}),
-        ("我养了一只柯基叫年糕", {"pet:柯基": "年糕"}), ("我养了一盆花叫小绿", {}),
+        ("我养了一只柯基叫年糕", {"pet:柯基": "年糕"}),
+        # a pet by its breed alone (memory/pets.py)
+        ("我家金毛叫豆豆", {"pet:金毛": "豆豆"}), ("我家的布偶猫叫雪球", {"pet:布偶猫": "雪球"}),
+        ("I have a golden retriever called Max", {"pet:golden retriever": "Max"}),
+        ("my corgi's name is Biscuit", {"pet:corgi": "Biscuit"}), ("We adopted a husky named Luna", {"pet:husky": "Luna"}),
+        ("我女儿的猫叫咪咪", {}), ("我养了一盆花叫小绿", {}),
         ("我家的狗叫得很凶", {}), ("我家猫叫个不停", {}),  # 叫 is the sound
         # health and diet: what an assistant must not get wrong
         ("我对花生过敏", {"allergy:花生": "花生"}), ("I'm allergic to peanuts", {"allergy:peanuts": "peanuts"}),
