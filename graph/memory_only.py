@@ -3,8 +3,9 @@
 Three parts, in the user's language: what this turn will be kept as (``kept``: the writing policy's plan,
 pure and model-free, so it is known before the write happens: "记下了：用户住在柏林；用户是一名护士"); what was
 recalled, only items that clear the relevance floor (``memory.relevance``: nothing listed rather than
-noise), and for a statement only those that share a word with it ("我下周三要去北京出差" lists the last trip to
-北京, not "我叫李雷，是一名程序员": personal statements are all close to each other); documents as their title
+noise), and for a statement only those that share a content word with it (``gist.content_words``: "我下周三要去北京出差"
+lists the last trip to 北京, not "我叫李雷，是一名程序员": personal statements are all close to each other, and share
+叫, 最近, 两岁); documents as their title
 and the one sentence that best matches the question, not a flattened chunk (the sentence recall judged the chunk
 by, ``memory.passages``, else the one sharing most words with it).
 """
@@ -15,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mneme.clock import to_iso
+from mneme.memory.gist import content_words
 from mneme.memory.lowvalue import is_low_value, is_question
 from mneme.memory.passages import sentences
 from mneme.memory.tokenize import tokenize
@@ -63,8 +65,8 @@ def render(message: str, recalled: Sequence[Mapping[str, Any]], *, first_line: s
     lines = [first_line] + ([kept] if kept else [])
     relevant = [r for r in recalled if is_relevant(r)]
     if not is_question(message):  # a statement: only what is about the same thing, not every other self-description
-        words = set(tokenize(message))
-        relevant = [r for r in relevant if words & set(tokenize(str(r.get("text") or "")))]
+        words = content_words(message)  # (叫, 最近, 两岁 are shared by statements about anything)
+        relevant = [r for r in relevant if words & content_words(str(r.get("text") or ""))]
     memories = [r for r in relevant if r.get("source") != "document"]
     documents = [r for r in relevant if r.get("source") == "document"]
     if memories:

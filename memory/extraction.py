@@ -630,6 +630,7 @@ _ZH_OTHER_CLAUSE = re.compile(rf"^\s*(?:他|她|它|我的|我(?:{_ZH_OTHERS}))"
 """A clause about someone or something else ("我的女儿叫朵朵", "她…"): the clauses after it are not about the user."""
 _ZH_DROPPED_SUBJECT = re.compile(
     r"^(?:今年|现在|目前|也|还|最|后来|刚刚?|已经|最近)?(?:住|搬|在[^，,]{1,20}?(?:工作|上班)|是一名|是一位|喜欢|不喜欢|讨厌|来自|的生日|"
+    rf"在[^，,]{{1,12}}?(?:做|当){_ZH_JOB_TITLE}|"
     r"[0-9一二三四五六七八九十]{1,3}岁|是做|对[^，,]{1,12}过敏|不吃|吃素|"
     rf"{_ZH_IS}{_ZH_JOB_TITLE})"
 )

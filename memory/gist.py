@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from mneme.memory.emotion import OVERWHELMED_EN, SELF_JUDGEMENT_ZH, Emotion
-from mneme.memory.tokenize import EN_STOPWORDS, ensure_jieba
+from mneme.memory.tokenize import EN_STOPWORDS, ensure_jieba, stem, tokenize
 
 _CLAUSE_RE = re.compile(r"[^，。！？；：,.!?;:\n]+")
 
@@ -126,6 +126,7 @@ unfortunately pretty last next first keep keeps kept ever else once other anymor
 year years day days tonight morning evening got get gets let lot bit way too yes put say saw see try
 now new old big ago few yet one two three four five six seven eight nine ten"""
 _EN_GENERIC = frozenset(_EN_GENERIC_WORDS.split())
+_EN_GENERIC_STEMS = frozenset(stem(w) for w in _EN_GENERIC)
 _GRAPHIC_RE = re.compile(
     r"血|割腕|自残|跳楼|上吊|安眠药|吞药|刀|杀|强奸|性侵|尸体|打我|揍我|虐待|遗书"
     r"|(?<![a-z])(?:kill|killed|blood|bleeding|cut myself|cutting|overdose|pills|rape|raped|assault"
@@ -202,6 +203,21 @@ def key_terms(message: str, said: list[tuple[int, int]], *, zh: bool, n: int = 4
         candidates = [w for w in dict.fromkeys(names + plain)
                       if w not in EN_STOPWORDS and w not in _EN_GENERIC and "'" not in w and not w.endswith("ly")]
     return [t for t in candidates if unsaid(t)][:n]
+
+
+_ZH_PLAIN_WORDS = frozenset("""今年 去年 明年 今天 昨天 明天 前天 后天 每天 每周 上周 下周 这周 本周 周末 早上 晚上 上午 下午
+上次 下次 一直 总是 经常 我家 我要 我想""".split())
+"""Time words and words of manner said in statements about anything."""
+_NUMBER_RE = re.compile(r"^[\d一二两三四五六七八九十百千万几半]+[岁天年月周次点号个分时]*$")
+
+
+def content_words(text: str) -> set[str]:
+    """The keyword tokens of ``text`` that name something: what two statements must share to be about the same
+    thing. Not one Chinese character (叫, 去, 学), not a generic or time word (最近, 感觉, 今年, "today"), not a
+    number (两岁, 十一点)."""
+    return {t for t in tokenize(text)
+            if not (len(t) == 1 and not t.isascii()) and t not in _ZH_GENERIC and t not in _ZH_PLAIN_WORDS
+            and t not in _EN_GENERIC_STEMS and not _NUMBER_RE.match(t)}
 
 
 def clauses(text: str) -> list[str]:

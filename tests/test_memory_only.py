@@ -80,6 +80,11 @@ def test_an_item_below_the_relevance_floor_is_not_listed() -> None:
     ("我下周三要去北京出差", "user: 上次去北京出差住在国贸附近", "user: 我叫李雷，住在杭州，是一名程序员"),
     ("I'm flying to Berlin next Wednesday", "user: Last time in Berlin I stayed near Mitte",
      "user: My name is Lee, I live in Hangzhou and I'm a programmer"),
+    # a word every statement may share (叫, 最近, 两岁, 我家, "today") does not make two about the same thing
+    ("我家柯基叫年糕，今年两岁了", "user: 年糕昨天打了疫苗", "user: 我女朋友叫韩梅梅，今年两岁的侄子也在我家"),
+    ("最近工作压力好大，经常加班", "user: 老板又让我加班", "user: 我最近在学游泳，每周去两次"),
+    ("I felt really tired at work today", "user: Work has been crazy since the reorg",
+     "user: I felt really happy today at the beach"),
 ])
 def test_a_statement_lists_only_memories_about_the_same_thing(message: str, about: str, other: str) -> None:
     items = [{"id": f"ep-{n}", "kind": "episodic", "text": text, "score": 0.5, "source": "memory",
