@@ -2,7 +2,8 @@
 
 Each cue has a weight (about 1.0 for a plain statement of distress, less for mild or ambiguous words).
 A cue right after a negator (不/没/没有/别/未 within three characters of the same clause; "not", "n't",
-"never", "no" within three words) is negated: a negated negative cue counts for nothing ("我不难过"),
+"never", "no" within three words) is negated, unless the negator says the feeling could not be held back (忍不住,
+不停, "couldn't stop", "can't help"): a negated negative cue counts for nothing ("我不难过"),
 a negated positive cue counts as a mild negative ("不开心", "not happy"). An intensifier just before a
 cue (很/非常/特别/太/超/好/真; very/so/really/extremely) multiplies it by 1.5.
 
@@ -74,7 +75,8 @@ BY_SOMEONE_EN = (r"(?:yelled|shouted|screamed|snapped) at me|(?:got|was|been|get
 # (pattern, weight). Chinese patterns match substrings; a few need guards against common compounds.
 _ZH_NEGATIVE: list[tuple[str, float]] = [
     (r"难过", 1.0), (r"伤心", 1.0), (r"悲伤", 1.0), (r"痛苦", 1.0), (r"焦虑", 1.0), (r"抑郁", 1.2),
-    (r"崩溃", 1.2), (r"绝望", 1.2), (r"想哭", 1.0), (r"哭了", 0.9), (r"大哭", 1.0), (r"失眠", 0.8),
+    (r"崩溃", 1.2), (r"绝望", 1.2), (r"想哭", 1.0), (r"哭了", 0.9), (r"大哭", 1.0),
+    (r"(?<![大想])哭(?![了笑穷])", 0.8), (r"失眠", 0.8),
     (r"害怕", 0.9), (r"恐惧", 0.9), (r"恐慌", 1.0), (r"孤独", 0.9), (r"寂寞", 0.8), (r"失恋", 1.0),
     (r"被裁", 1.0), (r"裁员", 0.8), (r"失业", 1.0), (r"分手", 0.9), (r"离婚", 0.9), (r"去世", 1.0),
     (r"过世", 1.0), (r"生气", 0.8), (r"愤怒", 1.0), (r"气死", 0.9), (r"心烦", 0.8), (r"烦躁", 0.8),
@@ -106,7 +108,7 @@ _EN_NEGATIVE: list[tuple[str, float]] = [
     (r"exhausted", 0.7), (r"worr(?:ied|y|ying)", 0.6), (r"frustrat(?:ed|ing)", 0.7), (r"devastated", 1.2),
     (r"suicidal", 1.5), (r"want to die", 1.5), (r"kill myself", 1.5), (r"insomnia", 0.8),
     (r"can'?t sleep", 0.8), (r"broke up", 0.9), (r"laid off", 1.0), (r"got fired", 1.0),
-    (r"lost my job", 1.0), (r"passed away", 1.0), (r"hurt(?:s|ing)?", 0.5), (r"unhappy", 0.9),
+    (r"lost my job", 1.0), (r"passed away", 1.0), (r"died|death|funeral", 0.5), (r"hurt(?:s|ing)?", 0.5), (r"unhappy", 0.9),
     (r"nervous", 0.6), (r"burn(?:ed|t)? out|burnout", 0.9), (r"fear", 0.7),
     # as people say them in chat
     (r"gutted", 1.0), (r"(?:feel(?:s|ing)?|felt) (?:so |really |pretty |a bit |kind of )?down", 0.9),
@@ -149,6 +151,8 @@ _MIXED = re.compile(
 # fmt: on
 
 _ZH_NEGATORS = re.compile(r"[不没别未无莫]")
+_ZH_UNSTOPPABLE = re.compile(r"[忍止禁]不住|不停|不断|不禁|不由得?|不知不觉")
+"""A 不 that says a feeling could not be held back, not that it is absent (忍不住哭了, 不停地担心)."""
 _ZH_INTENSIFIERS = re.compile(r"(?:很|非常|特别|太|超|好|真|十分|极其|越来越|特|挺)$")
 _EN_NEGATORS = frozenset({"not", "no", "never", "without", "hardly", "nothing", "nor", "cannot"})
 _EN_INTENSIFIERS = frozenset({"very", "so", "really", "extremely", "super", "too", "incredibly", "totally"})
@@ -195,10 +199,11 @@ def _modifiers(text: str, start: int, english: bool) -> tuple[bool, bool]:
     """(negated, intensified) for a cue starting at ``start``."""
     if english:
         words = _EN_WORD.findall(_before(text, start, 40))[-3:]
-        negated = any(w in _EN_NEGATORS or w.endswith("n't") for w in words)
+        negated = any((w in _EN_NEGATORS or w.endswith("n't")) and words[i + 1:i + 2] not in (["stop"], ["help"])
+                      for i, w in enumerate(words))  # "couldn't stop crying" is crying
         intensified = bool(words) and words[-1] in _EN_INTENSIFIERS
         return negated, intensified
-    window = _before(text, start, 3)
+    window = _ZH_UNSTOPPABLE.sub("", _before(text, start, 8))[-3:]  # 忍不住哭了, 不停地哭 are crying
     return bool(_ZH_NEGATORS.search(window)), bool(_ZH_INTENSIFIERS.search(_before(text, start, 4)))
 
 

@@ -367,10 +367,27 @@ def _en_hometown(m: re.Match[str]) -> Extracted | None:
 
 
 def _en_work(m: re.Match[str]) -> Extracted | None:
-    v = _clean_en(m["v"])
-    if v.casefold() in {"home", "night", "nights", "the moment"}:
+    job = m.groupdict().get("job")
+    if job is not None and (not _PROFESSION_RE.search(job) or _NOT_PROFESSION.search(job)):
+        return None  # "I'm a regular at the gym": a place, but not where the user works
+    v = _clean_en(_EN_IN_CITY.split(m["v"], maxsplit=1)[0])
+    if job is not None and re.search(r"\bstudent$", job, re.I) and v:  # "a student at MIT": where the user studies
+        return _fact("school", v, f"The user studies at {v}")
+    if v.casefold() in {"home", "night", "nights", "the moment", "the weekend", "weekends"}:
         return None
     return _fact("workplace", v, f"The user works at {v}")
+
+
+def _en_work_city(m: re.Match[str]) -> Extracted | None:
+    v = _clean_en(m["v"], max_words=3)
+    return _fact("work_city", v, f"The user works in {v}")
+
+
+def _en_intro_name(m: re.Match[str]) -> Extracted | None:
+    v = m["v"].strip()
+    if any(w.casefold() in _NOT_A_NAME_EN for w in v.split()):
+        return None
+    return _en_name(m)
 
 
 _PROFESSION_RE = re.compile(
@@ -388,8 +405,14 @@ _NOT_PROFESSION = re.compile(
 )
 
 
+_EN_AT_PLACE = re.compile(r"\s+(?:at|in|for|with|on)\s+", re.I)
+"""Where a job ends and its place begins: "a nurse at Mercy hospital in Boston"."""
+_EN_IN_CITY = re.compile(r"\s+in\s+(?=[A-Z])")
+"""Where a workplace ends and its city begins: "Google in Boston"."""
+
+
 def _en_job(m: re.Match[str]) -> Extracted | None:
-    v = _clean_en(m["v"], max_words=4)
+    v = _clean_en(_EN_AT_PLACE.split(m["v"], maxsplit=1)[0], max_words=4)
     if not v or not _PROFESSION_RE.search(v) or _NOT_PROFESSION.search(v):
         return None
     article = "an" if v[:1].lower() in "aeiou" else "a"
@@ -429,6 +452,15 @@ def _age_words(m: re.Match[str]) -> Extracted | None:
 _ZH_ADV = r"(?:也|还|一直|真的|非常|特别|很|超|最|挺|比较|超级|其实|就|都|现在|已经|确实)*"
 _EN_ADV = r"(?:(?:really|also|absolutely|just|still|do|totally|truly|actually|genuinely|kind of|kinda)\s+)*"
 _EN_WHO = r"(?<![A-Za-z'])I"
+_NOT_A_NAME_EN = frozenset("""
+american canadian mexican british english irish scottish welsh french german italian spanish portuguese dutch
+swedish norwegian danish finnish polish russian ukrainian greek turkish chinese japanese korean vietnamese thai
+filipino indian pakistani australian brazilian argentinian african asian european latino latina jewish muslim
+christian catholic hindu buddhist atheist gay straight trans fine good great okay ok sorry happy here back home
+not so just sure also still really very currently now done ready glad tired busy new single married
+monday tuesday wednesday thursday friday saturday sunday january february march april may june july august
+september october november december christmas easter thanksgiving and the""".split())
+"""Capitalised words after "I'm" or "my wife" that are no name (a nationality, a feeling, a day)."""
 
 _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     (re.compile(rf"我叫(?P<v>{_ZH_VALUE}{{1,20}})"), _zh_name),
@@ -508,6 +540,13 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         ),
         _en_name,
     ),
+    (  # "I'm Sarah", "Hi! I am Sarah Lee, …": a capitalised name introducing the user, at a sentence's start
+        re.compile(
+            r"(?:^|[.!?]\s+|\b(?i:hi|hello|hey)(?: there| all| everyone)?[,!.]?\s+)(?i:I'm|I am)\s+"
+            r"(?P<v>[A-Z][a-z\-]+(?:\s+[A-Z][a-z\-]+)?)(?=\s*(?:[,.!;]|$)|\s+(?:and|from|here)\b)"
+        ),
+        _en_intro_name,
+    ),
     (
         re.compile(
             r"(?i:\b(?:call me|I'm called|I am called))\s+"
@@ -540,6 +579,22 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         ),
         _en_work,
     ),
+    (  # "I work as a nurse at Mercy hospital", "I'm a software engineer at Google": the job's place
+        re.compile(
+            rf"(?i:{_EN_WHO}(?:'m| am)?\s+(?:(?:currently|now|still|also)\s+)*(?:work(?:ing)?\s+as\s+)?an?)\s+"
+            r"(?P<job>[a-z][a-z\- ]{1,40}?)\s+(?i:at|for)\s+(?P<v>[^,.;!?()\n]{1,60})"
+        ),
+        _en_work,
+    ),
+    (  # "I work at Google in Boston", "I work as a nurse at Mercy hospital in Boston": the city
+        re.compile(
+            rf"(?i:{_EN_WHO}(?:'m| am)?\s+(?:(?:currently|now|still|also)\s+)*(?:work(?:ing)?\s+(?:as\s+an?\s+"
+            r"[a-z][a-z\- ]{1,40}?\s+)?(?:at|for)|an?\s+(?P<job>[a-z][a-z\- ]{1,40}?)\s+(?:at|for))\s+"
+            r"[^,.;!?()\n]{1,60}?\s+in)\s+(?P<v>[A-Z][A-Za-z\-]+(?:\s+[A-Z][A-Za-z\-]+)?)"
+        ),
+        lambda m: _en_work_city(m) if m["job"] is None or (_PROFESSION_RE.search(m["job"])
+                                                           and not re.search(r"\bstudent$", m["job"], re.I)) else None,
+    ),
     (
         re.compile(
             rf"(?i:{_EN_WHO}(?:'m| am)\s+(?:(?:currently|now|also)\s+)?an?)\s+(?P<v>{_EN_VALUE}{{1,60}})"
@@ -568,6 +623,12 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
                    r"(?:'s name is| is called| is named))"
                    r"\s+(?P<v>[A-Z][A-Za-z'\-]*(?:\s+[A-Z][A-Za-z'\-]*)?)"),
         lambda m: _named(m["r"], m["v"], zh=False),
+    ),
+    (  # "My husband Tom is a firefighter", "my daughter Emma, who is 7", "our dog Max": the name right after
+        re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}|{_EN_PETS}))"
+                   r" (?P<v>[A-Z][a-z\-]+(?:\s+[A-Z][a-z\-]+)?)(?:'s)?(?![A-Za-z])"),
+        lambda m: None if any(w.casefold() in _NOT_A_NAME_EN for w in m["v"].split())
+        else _named(m["r"], m["v"], zh=False),
     ),
     (  # "I have a cat named Luna", "we adopted a rescue dog called Max"
         re.compile(rf"(?i:\b(?:i|we) (?:have|had|got|adopted|own|rescued)(?: a| an| one)? (?P<r>{_EN_PET_NOUN})"
@@ -659,6 +720,7 @@ def _restore_subjects(text: str) -> str:
 
 
 _LATIN_RE = re.compile(r"[A-Za-z]")
+_EN_ABBREVIATION = re.compile(r"\b(St|Mt|Dr|Mr|Mrs|Ms|Jr|Sr|Inc|Co|Ltd|Corp)\.(?=\s)")
 
 
 def extract_patterns(text: str) -> list[Extracted]:
@@ -669,7 +731,7 @@ def extract_patterns(text: str) -> list[Extracted]:
     """
     if not text:
         return []
-    text = _restore_subjects(text)
+    text = _EN_ABBREVIATION.sub(r"\1", _restore_subjects(text))  # "St. Mary's": the period ends no value
     found: dict[str, tuple[int, Extracted]] = {}
     # A table only runs on text that has its script: a scan that cannot match still costs time.
     patterns = (_ZH_PATTERNS if "我" in text else []) + (_EN_PATTERNS if _LATIN_RE.search(text) else [])

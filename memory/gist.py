@@ -116,7 +116,8 @@ _EN_TABLES = [[(re.compile(rf"(?<![a-z])(?:{p})s?(?![a-z])", re.I), t) for p, t 
 _PRESSURE_RE = re.compile(r"压力\w{0,3}大")
 _ZH_POS = ("n", "vn", "nz", "ns", "nr", "nt", "nw", "v", "l", "i")
 _ZH_GENERIC_WORDS = """感觉 觉得 知道 可能 起来 我会 没有 你好 感到 方法 办法 不想 变得 愿意 有时候 地方 注意
-发现 听说 时候 今天 最近 真的 事情 东西 一下 一些 有点 怎么办 怎么 什么 自己 大家 希望 需要 现在 已经"""
+发现 听说 时候 今天 最近 真的 事情 东西 一下 一些 有点 怎么办 怎么 什么 自己 大家 希望 需要 现在 已经
+忍不住 止不住 不停"""
 _ZH_GENERIC = frozenset(_ZH_GENERIC_WORDS.split())
 _EN_GENERIC_WORDS = """today yesterday really feel feeling felt like think know want night time things thing something
 anything everything someone because about would could should just still even much always never
@@ -124,7 +125,7 @@ every said says tell told make made going been being doing whole today's since s
 there back away around again maybe lately moved went came getting started help yeah thanks sorry wow hey
 unfortunately pretty last next first keep keeps kept ever else once other anymore week weeks month months
 year years day days tonight morning evening got get gets let lot bit way too yes put say saw see try
-now new old big ago few yet one two three four five six seven eight nine ten"""
+now new old big ago few yet one two three four five six seven eight nine ten during stop stopped"""
 _EN_GENERIC = frozenset(_EN_GENERIC_WORDS.split())
 _EN_GENERIC_STEMS = frozenset(stem(w) for w in _EN_GENERIC)
 _GRAPHIC_RE = re.compile(

@@ -39,7 +39,7 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     service = open_service(Settings(data_dir=data, embeddings="fake"), clock=FixedClock(NOW))
     try:
         service.remember_turn("u1", user_text="我住在上海")
-        service.remember_turn("u1", user_text="I walked along the harbour with my dog Biscuit")
+        service.remember_turn("u1", user_text="I walked along the harbour with my dog today")  # no fact
     finally:
         service.close()
     return data

@@ -279,6 +279,19 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         # the same after a first clause that dropped the 我 ("我叫李雷，在上海一家外企做产品经理")
         ("我叫李雷，在上海一家外企做产品经理", {"name": "李雷", "job": "产品经理"}), ("我叫李雷，在家做饭", {"name": "李雷"}),
         ("我妈妈叫张兰，在医院当护士", {"family:妈妈": "张兰"}),
+        # English: a name introducing the user, a kin's or pet's name right after the word, a job's place and city
+        ("Hi! I'm Sarah, I work as a nurse at St. Mary's hospital in Boston.",
+         {"name": "Sarah", "job": "nurse", "workplace": "St Mary's hospital", "work_city": "Boston"}),
+        ("Hello, I am Sarah Lee.", {"name": "Sarah Lee"}), ("I'm Italian and I love pasta", {"pref:pasta": "pasta"}),
+        ("I'm Tired.", {}), ("I think I'm Sarah", {}),
+        ("I'm a software engineer at Google in Mountain View",
+         {"job": "software engineer", "workplace": "Google", "work_city": "Mountain View"}),
+        ("I work at Google in Boston", {"workplace": "Google", "work_city": "Boston"}),
+        ("I'm a regular at the gym", {}), ("I'm a student at MIT", {"job": "student", "school": "MIT"}),
+        ("My husband Tom is a firefighter.", {"partner": "Tom"}),
+        ("My wife Anna is a teacher and my son Leo is 4", {"partner": "Anna", "family:son": "Leo"}),
+        ("Our dog Max loves the park", {"pet:dog": "Max"}), ("My husband and I went out", {}),
+        ("My mom Monday called", {}),
         ("我在公司做项目", {}), ("我在做作业", {}),  # 做/当 an occupation only
         ("我是护士长", {"job": "护士长"}), ("我是销售总监", {"job": "销售总监"}),
         ("我是我们学校的校长", {"job": "校长"}), ("我是班长", {}), ("我是家长", {}), ("我是篮球队队长", {}),
