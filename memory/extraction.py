@@ -263,6 +263,8 @@ _EN_FAMILY = "son|daughter|kid|baby|mom|mum|mother|dad|father|brother|sister|gra
 _EN_PETS = f"{BREEDS_EN}|{PETS_EN}"
 _ZH_PET_NOUN = rf"[\u4e00-\u9fff]{{0,2}}?(?:{_ZH_PETS})"
 """A pet with a word before it: 橘猫, 小白兔子, 金毛狗 (each its own key: a user may have two cats); or a breed (金毛)."""
+_ZH_MY_PET = rf"(?:{BREEDS_ZH})?(?:{PETS_ZH})|{BREEDS_ZH}"
+"""A pet right after 我/我家/我的: its kind or breed or both (金毛狗, 布偶猫), nothing else (我妈的猫 is not the user's)."""
 _EN_PET_NOUN = rf"(?:[a-z]+ )?(?:{_EN_PETS})"
 """A pet with a word before it: "ginger cat", "rescue dog"; or a breed: "golden retriever", "corgi"."""
 
@@ -498,7 +500,7 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     (re.compile(rf"我(?:现在|目前)?在(?:一家|一个|一所)?[\u4e00-\u9fff]{{1,10}}?(?:做|当)(?P<v>{_ZH_JOB_TITLE})"),
      _zh_job),
     (re.compile(rf"我的?老家(?:是|在)(?P<v>[^{_ZH_BREAK}的]{{1,12}}?)(?:的|人)?(?=[{_ZH_BREAK}]|$)"), _zh_hometown),
-    (re.compile(rf"我(?:的|家的?|家里的?)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|{_ZH_PET_NOUN})(?:的名字)?"
+    (re.compile(rf"我(?:的|家的?|家里的?)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|{_ZH_MY_PET})(?:的名字)?"
                 rf"(?:叫|名叫|是叫|名字是)(?P<v>{_ZH_VALUE}{{1,8}})"),
      lambda m: _named(m["r"], m["v"], zh=True)),
     (re.compile(rf"我(?:家)?养了(?:一|两|几)?[只条个]?(?P<r>{_ZH_PET_NOUN})[，,]?(?:它)?(?:叫|名叫|名字叫)"
@@ -619,7 +621,7 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         _en_birthday,
     ),
     (
-        re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}|{_EN_PETS})"
+        re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}|{_EN_PET_NOUN})"
                    r"(?:'s name is| is called| is named))"
                    r"\s+(?P<v>[A-Z][A-Za-z'\-]*(?:\s+[A-Z][A-Za-z'\-]*)?)"),
         lambda m: _named(m["r"], m["v"], zh=False),
@@ -687,7 +689,9 @@ _ZH_OTHERS = rf"朋友|妈|爸|哥|姐|弟|妹|家人|们|同事|室友|同学|{
 _ZH_SELF_CLAUSE = re.compile(
     rf"^\s*我(?!的|{_ZH_OTHERS})|^\s*我的(?:名字|姓名|生日|工作|职业|老家|家乡|年龄)"
 )
-_ZH_OTHER_CLAUSE = re.compile(rf"^\s*(?:他|她|它|我的|我(?:{_ZH_OTHERS}))")
+_ZH_OTHER_CLAUSE = re.compile(rf"^\s*(?:他|她|它|我的|我(?:{_ZH_OTHERS})|我家|我有(?:一)?[个位只条])")
+_ZH_NAMES_OTHER = re.compile(r"^\s*我(?!的名字|的姓名|小名|现在|目前)[^，,。叫]{1,6}叫")
+"""我表哥叫李明, 我闺蜜叫小美: a clause naming someone else (我叫, 我的名字叫 name the user)."""
 """A clause about someone or something else ("我的女儿叫朵朵", "她…"): the clauses after it are not about the user."""
 _ZH_DROPPED_SUBJECT = re.compile(
     r"^(?:今年|现在|目前|也|还|最|后来|刚刚?|已经|最近)?(?:住|搬|在[^，,]{1,20}?(?:工作|上班)|是一名|是一位|喜欢|不喜欢|讨厌|来自|的生日|"
@@ -709,9 +713,9 @@ def _restore_subjects(text: str) -> str:
             if i % 2 == 1:  # a separator
                 out.append(part)
                 continue
-            if _ZH_SELF_CLAUSE.match(part):
+            if _ZH_SELF_CLAUSE.match(part) and not _ZH_NAMES_OTHER.match(part):
                 about_me = True
-            elif _ZH_OTHER_CLAUSE.match(part):
+            elif _ZH_OTHER_CLAUSE.match(part) or _ZH_NAMES_OTHER.match(part):
                 about_me = False
             elif about_me and _ZH_DROPPED_SUBJECT.match(part.lstrip()):
                 part = "我" + part.lstrip()

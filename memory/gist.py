@@ -207,17 +207,22 @@ def key_terms(message: str, said: list[tuple[int, int]], *, zh: bool, n: int = 4
 
 
 _ZH_PLAIN_WORDS = frozenset("""今年 去年 明年 今天 昨天 明天 前天 后天 每天 每周 上周 下周 这周 本周 周末 早上 晚上 上午 下午
-上次 下次 一直 总是 经常 我家 我要 我想""".split())
+上次 下次 一直 总是 经常 好大 好多 很多""".split())
 """Time words and words of manner said in statements about anything."""
-_NUMBER_RE = re.compile(r"^[\d一二两三四五六七八九十百千万几半]+[岁天年月周次点号个分时]*$")
+_NUMBER_RE = re.compile(r"^第?[\d一二两三四五六七八九十百千万几半]+[岁天年月周次点号个分时只辆度条位本件张块元]*$"
+                        r"|^(?:周|星期|礼拜)[一二三四五六日天末]$|^我.$")
+"""两岁, 十一点, 一只, 第三次, 周三, and jieba's 我下, 我家: a number, a weekday, the user plus a word."""
+_ZH_PLAIN_CHARS = frozenset("叫去学打住买是有要想没不好做看说让来到走用给会能下上点次天年月号快慢多少大小真又再只把被对从"
+                            "跟和与或过着得地")
+"""Single characters said in statements about anything (verbs, adverbs, particles): 猫, 狗, 胃, 车 are kept."""
 
 
 def content_words(text: str) -> set[str]:
     """The keyword tokens of ``text`` that name something: what two statements must share to be about the same
-    thing. Not one Chinese character (叫, 去, 学), not a generic or time word (最近, 感觉, 今年, "today"), not a
-    number (两岁, 十一点)."""
+    thing. Not a plain verb or particle (叫, 去, 学; 猫 and 胃 count), not a generic or time word (最近, 感觉, 今年,
+    "today"), not a number or weekday (两岁, 十一点, 一只, 周三)."""
     return {t for t in tokenize(text)
-            if not (len(t) == 1 and not t.isascii()) and t not in _ZH_GENERIC and t not in _ZH_PLAIN_WORDS
+            if t not in _ZH_PLAIN_CHARS and t not in _ZH_GENERIC and t not in _ZH_PLAIN_WORDS
             and t not in _EN_GENERIC_STEMS and not _NUMBER_RE.match(t)}
 
 

@@ -337,7 +337,9 @@ def test_a_question_about_one_thing_the_user_told(query: str, slots: tuple[str, 
     # a pet kept under its breed is the kind asked after (柯基 is a dog), not another kind
     ("我的狗叫什么？", "pet:柯基", True), ("What's my dog called?", "pet:golden retriever", True),
     ("我的狗叫什么？", "pet:布偶猫", False), ("What is my cat called?", "pet:husky", False),
-    ("我家柯基叫什么名字？", "pet:狗", True), ("What is my golden retriever's name?", "pet:golden retriever", True)])
+    ("我家柯基叫什么名字？", "pet:狗", True), ("What is my golden retriever's name?", "pet:golden retriever", True),
+    ("我家柯基叫什么名字？", "pet:金毛", False), ("What's my husky called?", "pet:golden retriever", False),
+    ("我的猫叫什么？", "pet:熊猫", False)])
 def test_a_family_member_or_pet_slot_is_that_one_by_any_of_its_names(query: str, key: str, filled: bool) -> None:
     fact = MemoryRecord(id="f", user_id="u", kind=Kind.FACT, text="t", created_at=0.0, key=key)
     assert fills(fact, asks_slot(query)) is filled

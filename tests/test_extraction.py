@@ -314,7 +314,11 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         ("我家金毛叫豆豆", {"pet:金毛": "豆豆"}), ("我家的布偶猫叫雪球", {"pet:布偶猫": "雪球"}),
         ("I have a golden retriever called Max", {"pet:golden retriever": "Max"}),
         ("my corgi's name is Biscuit", {"pet:corgi": "Biscuit"}), ("We adopted a husky named Luna", {"pet:husky": "Luna"}),
-        ("我女儿的猫叫咪咪", {}), ("我养了一盆花叫小绿", {}),
+        ("我女儿的猫叫咪咪", {}), ("我妈的猫叫咪咪", {}), ("我有只金毛叫豆豆", {}), ("我被狗叫吓到了", {}),
+        ("我家金毛狗叫豆豆", {"pet:金毛狗": "豆豆"}), ("our tabby cat is called Tom", {"pet:tabby cat": "Tom"}),
+        # a clause naming someone else: what follows is not the user's (found in review)
+        ("我表哥叫李明，在银行做会计", {}), ("我有个朋友叫小张，在腾讯做程序员", {}),
+        ("我家金毛叫豆豆，今年三岁了", {"pet:金毛": "豆豆"}), ("我的名字叫王芳，住在杭州", {"name": "王芳", "home_city": "杭州"}), ("我养了一盆花叫小绿", {}),
         ("我家的狗叫得很凶", {}), ("我家猫叫个不停", {}),  # 叫 is the sound
         # health and diet: what an assistant must not get wrong
         ("我对花生过敏", {"allergy:花生": "花生"}), ("I'm allergic to peanuts", {"allergy:peanuts": "peanuts"}),

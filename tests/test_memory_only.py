@@ -83,6 +83,7 @@ def test_an_item_below_the_relevance_floor_is_not_listed() -> None:
     # a word every statement may share (叫, 最近, 两岁, 我家, "today") does not make two about the same thing
     ("我家柯基叫年糕，今年两岁了", "user: 年糕昨天打了疫苗", "user: 我女朋友叫韩梅梅，今年两岁的侄子也在我家"),
     ("最近工作压力好大，经常加班", "user: 老板又让我加班", "user: 我最近在学游泳，每周去两次"),
+    ("我的猫生病了", "user: 猫今天不吃饭", "user: 我的车明天要去保养"),
     ("I felt really tired at work today", "user: Work has been crazy since the reorg",
      "user: I felt really happy today at the beach"),
 ])

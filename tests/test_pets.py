@@ -22,3 +22,5 @@ def test_a_pet_named_by_its_breed_is_of_the_kind_asked_after() -> None:
     assert same_animal("rescue dog", "dog") and same_animal("布偶猫", "猫") and same_animal("tabby", "cat")
     assert not same_animal("柯基", "猫") and not same_animal("tabby", "dog") and not same_animal("兔子", "狗")
     assert same_animal("小白兔子", "兔子") and not same_animal("仓鼠", "兔子")  # other pets: the word itself
+    assert not same_animal("金毛", "柯基") and same_animal("狗", "柯基")  # a breed asked: that breed or the bare kind
+    assert not same_animal("熊猫", "猫") and not same_animal("热狗", "狗")
