@@ -75,8 +75,8 @@ BY_SOMEONE_EN = (r"(?:yelled|shouted|screamed|snapped) at me|(?:got|was|been|get
 # (pattern, weight). Chinese patterns match substrings; a few need guards against common compounds.
 _ZH_NEGATIVE: list[tuple[str, float]] = [
     (r"难过", 1.0), (r"伤心", 1.0), (r"悲伤", 1.0), (r"痛苦", 1.0), (r"焦虑", 1.0), (r"抑郁", 1.2),
-    (r"崩溃", 1.2), (r"绝望", 1.2), (r"想哭", 1.0), (r"哭了", 0.9), (r"大哭", 1.0),
-    (r"(?<![大想])哭(?![了笑穷])", 0.8), (r"失眠", 0.8),
+    (r"崩溃", 1.2), (r"绝望", 1.2), (r"想哭", 1.0), (r"(?<!笑)哭了", 0.9), (r"大哭", 1.0),
+    (r"(?<![大想笑])哭(?![了笑穷死闹])", 0.8), (r"失眠", 0.8),
     (r"害怕", 0.9), (r"恐惧", 0.9), (r"恐慌", 1.0), (r"孤独", 0.9), (r"寂寞", 0.8), (r"失恋", 1.0),
     (r"被裁", 1.0), (r"裁员", 0.8), (r"失业", 1.0), (r"分手", 0.9), (r"离婚", 0.9), (r"去世", 1.0),
     (r"过世", 1.0), (r"生气", 0.8), (r"愤怒", 1.0), (r"气死", 0.9), (r"心烦", 0.8), (r"烦躁", 0.8),
@@ -108,7 +108,8 @@ _EN_NEGATIVE: list[tuple[str, float]] = [
     (r"exhausted", 0.7), (r"worr(?:ied|y|ying)", 0.6), (r"frustrat(?:ed|ing)", 0.7), (r"devastated", 1.2),
     (r"suicidal", 1.5), (r"want to die", 1.5), (r"kill myself", 1.5), (r"insomnia", 0.8),
     (r"can'?t sleep", 0.8), (r"broke up", 0.9), (r"laid off", 1.0), (r"got fired", 1.0),
-    (r"lost my job", 1.0), (r"passed away", 1.0), (r"died|death|funeral", 0.5), (r"hurt(?:s|ing)?", 0.5), (r"unhappy", 0.9),
+    (r"lost my job", 1.0), (r"passed away", 1.0),
+    (r"(?:my|our) (?:\w+ ){0,2}(?:just |suddenly |recently )?died|death of my \w+", 1.0), (r"funeral", 0.5), (r"hurt(?:s|ing)?", 0.5), (r"unhappy", 0.9),
     (r"nervous", 0.6), (r"burn(?:ed|t)? out|burnout", 0.9), (r"fear", 0.7),
     # as people say them in chat
     (r"gutted", 1.0), (r"(?:feel(?:s|ing)?|felt) (?:so |really |pretty |a bit |kind of )?down", 0.9),

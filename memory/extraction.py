@@ -34,6 +34,7 @@ from pydantic import BaseModel, Field
 
 from mneme.errors import ModelOutputError, ModelUnavailableError
 from mneme.memory.pets import BREEDS_EN, BREEDS_ZH, PETS_EN, PETS_ZH
+from mneme.memory.tokenize import EN_STOPWORDS
 from mneme.prompts.writing import (
     FACT_EXTRACTION_SYSTEM,
     RETRY_NOTE,
@@ -369,15 +370,21 @@ def _en_hometown(m: re.Match[str]) -> Extracted | None:
 
 
 def _en_work(m: re.Match[str]) -> Extracted | None:
-    job = m.groupdict().get("job")
-    if job is not None and (not _PROFESSION_RE.search(job) or _NOT_PROFESSION.search(job)):
-        return None  # "I'm a regular at the gym": a place, but not where the user works
+    job, prep = m.groupdict().get("job"), m.groupdict().get("prep")
     v = _clean_en(_EN_IN_CITY.split(m["v"], maxsplit=1)[0])
-    if job is not None and re.search(r"\bstudent$", job, re.I) and v:  # "a student at MIT": where the user studies
-        return _fact("school", v, f"The user studies at {v}")
-    if v.casefold() in {"home", "night", "nights", "the moment", "the weekend", "weekends"}:
-        return None
+    if v.casefold() in _NOT_A_WORKPLACE or re.match(r"(?:\d|my |a living|life|heart|fun|myself)", v, re.I):
+        return None  # "a nurse for 10 years", "a teacher at heart", "I work for myself"
+    if job is not None:
+        if prep and prep.lower() == "for" and not v[:1].isupper():
+            return None  # "a caregiver for my mom", "a sucker for chocolate": for an organisation only
+        if re.search(r"\b(?:student|senior|junior|freshman|sophomore|grad)$", job, re.I):
+            return _fact("school", v, f"The user studies at {v}")  # "a student at MIT": where the user studies
+        if not _PROFESSION_RE.search(job) or _NOT_PROFESSION.search(job):
+            return None  # "I'm a regular at the gym": a place, but not where the user works
     return _fact("workplace", v, f"The user works at {v}")
+
+
+_NOT_A_WORKPLACE = frozenset({"home", "night", "nights", "the moment", "the weekend", "weekends", "heart", "life"})
 
 
 def _en_work_city(m: re.Match[str]) -> Extracted | None:
@@ -385,9 +392,17 @@ def _en_work_city(m: re.Match[str]) -> Extracted | None:
     return _fact("work_city", v, f"The user works in {v}")
 
 
+_NOT_NAME_ENDING = re.compile(r"(?:ed|ing|ous|ful|ive|less|able|ible|ish)$", re.I)
+"""Hi, I'm Exhausted / Depressed / Bored: a state, not a name."""
+
+
+def _no_name(words: str) -> bool:
+    return any(w.casefold() in _NOT_A_NAME_EN or w.casefold() in EN_STOPWORDS for w in words.split())
+
+
 def _en_intro_name(m: re.Match[str]) -> Extracted | None:
     v = m["v"].strip()
-    if any(w.casefold() in _NOT_A_NAME_EN for w in v.split()):
+    if _no_name(v) or any(_NOT_NAME_ENDING.search(w) for w in v.split()):
         return None
     return _en_name(m)
 
@@ -402,7 +417,7 @@ _PROFESSION_RE = re.compile(
 _NOT_PROFESSION = re.compile(
     r"(?:mother|father|brother|sister|daughter|lover|beginner|user|member|believer|fan|night owl|"
     r"early bird|smoker|drinker|eater|sleeper|worrier|introvert|extrovert|foreigner|newcomer|"
-    r"big fan|person|fast learner|slow learner|winner|loser)$",
+    r"big fan|person|fast learner|slow learner|winner|loser|customer|client|patient|sucker|regular)$",
     re.I,
 )
 
@@ -460,8 +475,9 @@ swedish norwegian danish finnish polish russian ukrainian greek turkish chinese 
 filipino indian pakistani australian brazilian argentinian african asian european latino latina jewish muslim
 christian catholic hindu buddhist atheist gay straight trans fine good great okay ok sorry happy here back home
 not so just sure also still really very currently now done ready glad tired busy new single married
-monday tuesday wednesday thursday friday saturday sunday january february march april may june july august
-september october november december christmas easter thanksgiving and the""".split())
+monday tuesday wednesday thursday friday saturday sunday christmas easter thanksgiving and the
+sick bored pregnant retired sad mad ill in out off on team she he we they her his its has have had every right
+loves likes hates wants says said never always passed went got gets lives works""".split())
 """Capitalised words after "I'm" or "my wife" that are no name (a nationality, a feeling, a day)."""
 
 _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
@@ -544,7 +560,7 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     ),
     (  # "I'm Sarah", "Hi! I am Sarah Lee, …": a capitalised name introducing the user, at a sentence's start
         re.compile(
-            r"(?:^|[.!?]\s+|\b(?i:hi|hello|hey)(?: there| all| everyone)?[,!.]?\s+)(?i:I'm|I am)\s+"
+            r"\b(?i:hi|hello|hey)(?: there| all| everyone)?[,!.]?\s+(?i:I'm|I am)\s+"
             r"(?P<v>[A-Z][a-z\-]+(?:\s+[A-Z][a-z\-]+)?)(?=\s*(?:[,.!;]|$)|\s+(?:and|from|here)\b)"
         ),
         _en_intro_name,
@@ -584,7 +600,7 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     (  # "I work as a nurse at Mercy hospital", "I'm a software engineer at Google": the job's place
         re.compile(
             rf"(?i:{_EN_WHO}(?:'m| am)?\s+(?:(?:currently|now|still|also)\s+)*(?:work(?:ing)?\s+as\s+)?an?)\s+"
-            r"(?P<job>[a-z][a-z\- ]{1,40}?)\s+(?i:at|for)\s+(?P<v>[^,.;!?()\n]{1,60})"
+            r"(?P<job>[a-z][a-z\- ]{1,40}?)\s+(?P<prep>(?i:at|for))\s+(?P<v>[^,.;!?()\n]{1,60})"
         ),
         _en_work,
     ),
@@ -592,7 +608,8 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         re.compile(
             rf"(?i:{_EN_WHO}(?:'m| am)?\s+(?:(?:currently|now|still|also)\s+)*(?:work(?:ing)?\s+(?:as\s+an?\s+"
             r"[a-z][a-z\- ]{1,40}?\s+)?(?:at|for)|an?\s+(?P<job>[a-z][a-z\- ]{1,40}?)\s+(?:at|for))\s+"
-            r"[^,.;!?()\n]{1,60}?\s+in)\s+(?P<v>[A-Z][A-Za-z\-]+(?:\s+[A-Z][A-Za-z\-]+)?)"
+            r"(?:(?!\s(?i:and|but|while|so|I|my|was|is)\s)[^,.;!?()\n]){1,60}?\s+in)\s+"
+            r"(?P<v>[A-Z][A-Za-z\-]+(?:\s+[A-Z][A-Za-z\-]+){0,2})"
         ),
         lambda m: _en_work_city(m) if m["job"] is None or (_PROFESSION_RE.search(m["job"])
                                                            and not re.search(r"\bstudent$", m["job"], re.I)) else None,
@@ -628,9 +645,8 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     ),
     (  # "My husband Tom is a firefighter", "my daughter Emma, who is 7", "our dog Max": the name right after
         re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}|{_EN_PETS}))"
-                   r" (?P<v>[A-Z][a-z\-]+(?:\s+[A-Z][a-z\-]+)?)(?:'s)?(?![A-Za-z])"),
-        lambda m: None if any(w.casefold() in _NOT_A_NAME_EN for w in m["v"].split())
-        else _named(m["r"], m["v"], zh=False),
+                   r" (?P<v>[A-Z][a-z\-]+(?:\s+[A-Z][a-z\-]+(?=\s*(?:[,.!?;]|$)|\s+[a-z]))?)(?:'s)?(?![A-Za-z])"),
+        lambda m: None if _no_name(m["v"]) else _named(m["r"], m["v"], zh=False),
     ),
     (  # "I have a cat named Luna", "we adopted a rescue dog called Max"
         re.compile(rf"(?i:\b(?:i|we) (?:have|had|got|adopted|own|rescued)(?: a| an| one)? (?P<r>{_EN_PET_NOUN})"

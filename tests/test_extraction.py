@@ -292,6 +292,14 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         ("My wife Anna is a teacher and my son Leo is 4", {"partner": "Anna", "family:son": "Leo"}),
         ("Our dog Max loves the park", {"pet:dog": "Max"}), ("My husband and I went out", {}),
         ("My mom Monday called", {}),
+        # found in review: states, pronouns and verbs after a run-on are no names; "for" a time or a person no workplace
+        ("Hi, I'm Exhausted.", {}), ("Hey, I'm Sad.", {}), ("I'm Batman.", {}), ("Hi, I'm June.", {"name": "June"}),
+        ("I miss my mom She passed away last year", {}), ("my son Jack Loves pizza", {}), ("My dog Has cancer", {}),
+        ("My daughter April is 5", {"family:daughter": "April"}), ("I'm a nurse for 10 years", {"job": "nurse"}),
+        ("I'm a caregiver for my mom", {"job": "caregiver"}), ("I'm a customer at Chase", {}),
+        ("I'm a student at the moment", {"job": "student"}), ("I'm a nurse for Kaiser", {"job": "nurse", "workplace": "Kaiser"}),
+        ("I work at Google but I live in Boston", {"workplace": "Google", "home_city": "Boston"}),
+        ("I work at Google and my wife works in Boston", {"workplace": "Google"}), ("I work for myself", {}),
         ("我在公司做项目", {}), ("我在做作业", {}),  # 做/当 an occupation only
         ("我是护士长", {"job": "护士长"}), ("我是销售总监", {"job": "销售总监"}),
         ("我是我们学校的校长", {"job": "校长"}), ("我是班长", {}), ("我是家长", {}), ("我是篮球队队长", {}),
