@@ -38,7 +38,10 @@ NAMES_TIME = "names_time"
 
 PLAN_RE = re.compile(
     r"打算|准备|计划|将要|将会|即将|想要去|要去|要来|要回|要到|会去|约好|预定|预约"
-    r"|\b(?:will|shall|going to|gonna|plan(?:ning|s)? to|about to|intend(?:s|ing)? to|scheduled)\b|'ll\b",
+    r"|期待|备考|快到了"
+    r"|\b(?:will|shall|going to|gonna|plan(?:ning|s)? to|about to|intend(?:s|ing)? to|scheduled"
+    r"|training for|prepar(?:e|es|ing) for|getting ready for|looking forward to|coming up|upcoming|can'?t wait)\b"
+    r"|'ll\b",
     re.IGNORECASE)
 """Words that make a sentence a plan: a date without a year in it lies ahead, not behind."""
 

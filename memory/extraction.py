@@ -313,6 +313,32 @@ def _zh_not_eat(m: re.Match[str]) -> Extracted | None:
     return _pref(v, "dislikes", f"用户不吃{v}")
 
 
+_ZH_SCHOOL = re.compile(r"(?:大学|学院|学校|中学|小学|高中|初中|一中|二中|附中|大)$")
+
+
+def _zh_studies_at(m: re.Match[str]) -> Extracted | None:
+    v = _clean_zh(m["v"], None, max_len=12)
+    if not v or _PRONOUN_ZH.match(v) or v in ("家", "家里", "这里", "那里", "这儿", "那儿", "宿舍", "外面", "国外"):
+        return None
+    if m["how"] == "读书" and not (_ZH_SCHOOL.search(v) or _is_place_zh(v)):
+        return None  # 我在图书馆读书 reads books there; 我在武汉读书, 我在北京大学读书 study there
+    return _fact("school", v, f"用户在{v}读书")
+
+
+def _major(value: str, zh: bool) -> Extracted | None:
+    v = _clean_zh(value, _ZH_PREF_STOP, max_len=10) if zh else _clean_en(value, max_words=4)
+    if not v or _PRONOUN_ZH.match(v) or _PRONOUN_EN.match(v):
+        return None
+    return _fact("major", v, f"用户的专业是{v}" if zh else f"The user's major is {v}")
+
+
+def _zh_greeting_name(m: re.Match[str]) -> Extracted | None:
+    v = m["v"]
+    if re.fullmatch(rf"{_ZH_JOBS}|新人|新手|本人|这样", v) or re.match(r"[大高初研][一二三四]", v) or v.endswith("的"):
+        return None  # 你好，我是学生 / 我是大三: what the user is, not a name
+    return _fact("name", v, f"用户的名字是{v}")
+
+
 def _zh_school(m: re.Match[str]) -> Extracted | None:
     v = _clean_zh(m["v"] or m["w"] or "", _ZH_JOB_STOP, max_len=16)  # 毕业于<v> or 从<w>毕业
     return _fact("school", v, f"用户毕业于{v}")
@@ -453,6 +479,15 @@ def _en_dislike(m: re.Match[str]) -> Extracted | None:
     return _pref(v, "dislikes", f"The user dislikes {_my_to_their(v)}")
 
 
+def _en_not_eat(m: re.Match[str]) -> Extracted | None:
+    v = _clean_en(m["v"], max_words=4)
+    if not v or _PRONOUN_EN.match(v) or v.lower() in ("much", "well", "enough", "breakfast", "lunch", "dinner", "out"):
+        return None  # "I don't eat much", "I didn't eat breakfast": how, not what
+    if v.lower() in ("meat", "any meat", "animal products"):
+        return _diet("no meat", "The user doesn't eat meat")
+    return _pref(v, "dislikes", f"The user doesn't eat {v}")
+
+
 def _en_favorite(m: re.Match[str]) -> Extracted | None:
     c = " ".join(m["c"].split())
     v = _clean_en(m["v"], max_words=6)
@@ -510,6 +545,14 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         lambda m: _age(m, zh=True),
     ),
     (re.compile(rf"我的?生日(?:是|在)(?P<v>{_ZH_VALUE}{{1,16}})"), _zh_birthday),
+    (re.compile(r"(?<![\d月])(?P<v>\d{1,2}月\d{1,2}[日号])是我的?生日"), _zh_birthday),
+    # 你好，我是小雨: a short name right after a greeting (我是 alone also says what one is: 我是学生)
+    (re.compile(r"(?:你好|您好|嗨|哈喽|hi|hello)[，,！!。~\s]*我是(?P<v>[\u4e00-\u9fff]{2,3})(?=[，,。！!~\s]|$)", re.I),
+     _zh_greeting_name),
+    (re.compile(rf"我(?:现在|目前)?在(?P<v>{_ZH_VALUE}{{1,12}}?)(?P<how>读书|上学|念书|读大学|上大学|读研|读博)"),
+     _zh_studies_at),
+    (re.compile(rf"我的?(?:学的|读的)?专业是(?P<v>{_ZH_VALUE}{{1,10}})|我(?:是)?(?:学|读)(?P<v2>{_ZH_VALUE}{{1,8}}?)专业的?"),
+     lambda m: _major(m["v"] or m["v2"], zh=True)),
     (re.compile(rf"我(?:现在|目前)?{_ZH_IS}(?P<v>{_ZH_JOB_TITLE})"), _zh_job),
     (re.compile(rf"我(?:现在|目前)?是做(?P<v>{_ZH_VALUE}{{1,10}}?)的"), _zh_did_job),
     # 我在一家银行做会计, 我在医院当护士: the job after 做/当 only when it is an occupation (我在家做饭 is not)
@@ -621,6 +664,8 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         _en_job,
     ),
     (re.compile(rf"(?i:{_EN_WHO}\s+work\s+as\s+an?)\s+(?P<v>{_EN_VALUE}{{1,60}})"), _en_job),
+    (re.compile(rf"(?i:\bmy major is|{_EN_WHO}(?:'m| am)? major(?:ing)? in)\s+(?P<v>{_EN_VALUE}{{1,40}})"),
+     lambda m: _major(_EN_AT_PLACE.split(m["v"], maxsplit=1)[0], zh=False)),
     (
         re.compile(rf"(?i:\bmy (?:job|profession|occupation) is(?: an?)?)\s+(?P<v>{_EN_VALUE}{{1,60}})"),
         _en_job,
@@ -695,6 +740,7 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         ),
         _en_dislike,
     ),
+    (re.compile(rf"(?i:{_EN_WHO}\s+(?:don'?t|do not|never|can'?t|cannot)\s+eat)\s+(?P<v>{_EN_VALUE}{{1,40}})"), _en_not_eat),
 ]
 
 
@@ -711,7 +757,7 @@ _ZH_NAMES_OTHER = re.compile(r"^\s*我(?!的名字|的姓名|小名|现在|目�
 """A clause about someone or something else ("我的女儿叫朵朵", "她…"): the clauses after it are not about the user."""
 _ZH_DROPPED_SUBJECT = re.compile(
     r"^(?:今年|现在|目前|也|还|最|后来|刚刚?|已经|最近)?(?:住|搬|在[^，,]{1,20}?(?:工作|上班)|是一名|是一位|喜欢|不喜欢|讨厌|来自|的生日|"
-    rf"在[^，,]{{1,12}}?(?:做|当){_ZH_JOB_TITLE}|"
+    rf"在[^，,]{{1,12}}?(?:做|当){_ZH_JOB_TITLE}|在[^，,]{{1,12}}?(?:读书|上学|念书|读大学|上大学|读研|读博)|"
     r"[0-9一二三四五六七八九十]{1,3}岁|是做|对[^，,]{1,12}过敏|不吃|吃素|"
     rf"{_ZH_IS}{_ZH_JOB_TITLE})"
 )

@@ -327,6 +327,20 @@ def _en_month_year(m: re.Match[str], today: date) -> Span | None:
     return _month(int(m.group("y")), _mon(m))
 
 
+_REL_YEARS = {"前年": 2, "去年": 1, "今年": 0, "明年": -1, "后年": -2, "last": 1, "this": 0, "next": -1}
+"""How many years back a relative year word puts a month or a date named with it."""
+
+
+def _rel_year_month(m: re.Match[str], today: date) -> Span | None:
+    """去年三月 / 明年4月 / 去年5月20日 / "April next year" / "March of last year": that month (or day) of that year."""
+    year = today.year - _REL_YEARS[m.group("rel").lower()]
+    month = _int(m, "m") if "m" in m.groupdict() and m.group("m") else _mon(m)
+    day = _int(m, "d") if "d" in m.groupdict() else None
+    if month is None or not 1 <= month <= 12:
+        return None
+    return _dated(today, year, month, day) if day is not None else _month(year, month)
+
+
 def _en_in_month(m: re.Match[str], today: date) -> Span | None:
     return _recent_month(today, _mon(m))
 
@@ -687,6 +701,7 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         (rf"(?P<y>{_ZY})\s*年\s*(?P<m>{_N})\s*月\s*(?P<d>{_N})\s*[日号號]", _zh_full),
         (rf"(?<![\d年第])(?P<m>{_N})\s*月\s*(?P<d>{_N})\s*[日号號]", _zh_md),
         (rf"(?P<y>{_ZY})\s*年\s*(?P<m>{_N})\s*月", _zh_ym),
+        (rf"(?P<rel>前年|去年|今年|明年|后年)的?(?P<m>{_N})\s*月份?(?:\s*(?P<d>{_N})\s*[日号號])?", _rel_year_month),
         (rf"(?P<y>{_ZY})\s*年(?!代)", _zh_y),
         (rf"(?<![\d第上下这本每个個几])(?P<m>{_N})\s*月份?(?![\d一二三四五六七八九十]*\s*[日号號])", _zh_m),
         # 4月27 (no 日/号), 27号, 上个月27号, 5月初 / 下旬 / 底, 月底, 五一, 国庆, 去年圣诞节.
@@ -754,6 +769,7 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         (rf"\b{_MON}\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+{_EY}\b)?", _en_named),
         (rf"\b(?i:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?i:of\s+)?{_MON}(?![a-z])(?:,?\s+{_EY}\b)?", _en_named),
         (rf"\b{_MON}\s*,?\s+{_EY}\b", _en_month_year),
+        (rf"\b(?:(?i:in|during)\s+)?{_MON}\s+(?i:of\s+)?(?P<rel>(?i:last|this|next))\s+(?i:year)\b", _rel_year_month),
         (rf"\b(?i:in|during|since|last|this)\s+{_MON}(?![a-z])", _en_in_month),
         (rf"\b(?i:next)\s+{_MON}(?![a-z])", _en_next_month),
         (rf"\b(?i:in|during|since)\s+{_EY}\b", lambda m, t: _year(int(m.group("y")))),

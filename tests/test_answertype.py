@@ -141,7 +141,8 @@ def test_context_refuses_an_answer_weight_outside_the_unit_interval() -> None:
     # not about the user's feelings (found in review)
     ("高压锅的压力阀怎么调？", False), ("我的轮胎压力应该是多少？", False), ("How am I doing on my budget?", False),
     ("How do I feel about sushi?", False), ("Who was upset about the delay?", False), ("感受器是什么？", False),
-    ("我的猫叫什么？", False), ("Where do I live?", False)])
+    ("我的猫叫什么？", False), ("Where do I live?", False),
+    ("我最近状态怎么样？", True), ("我最近过得怎么样", True), ("状态栏怎么设置", False), ("我的状态", False)])
 def test_a_question_about_how_the_user_felt(query: str, feeling: bool) -> None:
     assert asks_feeling(query) is feeling
     assert asks_when(query) == ("when" if query in ("When was I sad?", "我什么时候心情不好？") else None)
@@ -318,6 +319,8 @@ def test_a_question_about_plans_lists_what_lies_ahead_soonest_first(backend: str
     ("What's my wife's name?", ("partner",)), ("我女儿叫什么名字", ("family:女儿", "family:daughter", "family:闺女")),
     ("我哥哥叫什么", ("family:哥哥", "family:brother")), ("我的宠物叫什么", ("pet:",)),
     ("我在哪个城市工作", ("workplace", "work_city")), ("Do I have any allergies?", ("allergy:",)),
+    ("我学什么专业的？", ("major",)), ("What's my major?", ("major",)), ("我的专业课很难", ()),
+    ("我有什么忌口吗？", ("diet",)), ("What foods don't I eat?", ("diet",)),
     # statements, another person's slot, the assistant's, and what is not a name or a slot (found in review)
     ("我叫王小明", ()), ("My name is Anna", ()), ("我的工作很累", ()), ("我老婆叫小红", ()), ("你叫什么名字", ()),
     ("我妈妈的生日是哪天", ()), ("What did Caroline say?", ()), ("我女儿是什么时候出生的？", ()),
@@ -345,6 +348,15 @@ def test_a_family_member_or_pet_slot_is_that_one_by_any_of_its_names(query: str,
     assert fills(fact, asks_slot(query)) is filled
 
 
+def test_a_food_the_user_does_not_eat_answers_a_diet_question() -> None:
+    def pref(text: str) -> MemoryRecord:
+        return MemoryRecord(id="p", user_id="u", kind=Kind.PREFERENCE, text=text, created_at=0.0, key="pref:x")
+
+    assert fills(pref("用户不吃辣"), ("diet",)) and fills(pref("The user doesn't eat pork"), ("diet",))
+    assert not fills(pref("用户喜欢辣"), ("diet",)) and not fills(pref("The user dislikes jazz"), ("diet",))
+    assert not fills(pref("用户不吃辣"), ("major",))  # only a diet question
+
+
 def test_a_fact_fills_a_slot_by_its_key_or_the_key_s_prefix() -> None:
     def fact(key: str | None, kind: Kind = Kind.FACT) -> MemoryRecord:
         return MemoryRecord(id="f", user_id="u", kind=kind, text="t", created_at=0.0, key=key)
@@ -366,6 +378,19 @@ def test_a_slot_question_is_answered_by_its_fact_in_any_language(tmp_path: Path)
     assert said("我对什么过敏")[0] == "The user is allergic to peanuts"
     assert "狗" not in said("我的猫叫什么")[0] and "咪咪" in said("我的猫叫什么")[0]  # that pet, not any pet
     assert said("What's my name?", user="v") == []
+
+
+@pytest.mark.slow  # loads the offline use-m3 model: the relevance floor is about a real embedder's cosines
+def test_a_student_s_school_major_diet_and_state_are_found(tmp_path: Path) -> None:
+    _, said = said_days_ago("memory", tmp_path, [
+        (30, "你好，我是小雨，今年大三，在武汉读书"), (25, "我的专业是计算机，但我其实更喜欢画画"),
+        (20, "我男朋友叫阿杰，他在深圳工作"), (10, "我不吃辣"),
+        (2, "我最近失眠很严重，一想到考研就焦虑，晚上翻来覆去睡不着")], k=3)
+    assert said("我叫什么名字？")[0] == "用户的名字是小雨"
+    assert said("我在哪里上学？")[0] == "用户在武汉读书"
+    assert said("我学什么专业的？")[0] == "用户的专业是计算机"
+    assert said("我有什么忌口吗？")[0] == "用户不吃辣"
+    assert said("我最近状态怎么样？")[0].startswith("用户倾诉了")  # the summary of what they confided
 
 
 @pytest.mark.slow  # loads the offline use-m3 model: the relevance floor is about a real embedder's cosines

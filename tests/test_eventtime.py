@@ -152,6 +152,12 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
     ("明天我要去北京", (date(2024, 5, 11), date(2024, 5, 12))),
     ("We're thinking about going camping next month", (date(2024, 6, 1), date(2024, 7, 1))),
     ("My sister is visiting in two weeks, can't wait!", (date(2024, 5, 20), date(2024, 5, 27))),
+    # preparing or training for it, looking forward to it: it lies ahead
+    ("I'm training for the marathon in April", (date(2025, 4, 1), date(2025, 5, 1))),
+    ("I'm looking forward to the concert on March 5th", (date(2025, 3, 5), date(2025, 3, 6))),
+    ("我很期待3月的演唱会", (date(2025, 3, 1), date(2025, 4, 1))),
+    ("我在为明年四月的马拉松训练", (date(2025, 4, 1), date(2025, 5, 1))),
+    ("I ran the marathon in April", (date(2024, 4, 1), date(2024, 5, 1))),
 ])
 def test_a_plan_names_the_next_such_date_what_happened_the_last(text: str, expected: tuple[date, date]) -> None:
     assert days(event_span(text, MAY_10)) == expected

@@ -300,6 +300,13 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         ("I'm a student at the moment", {"job": "student"}), ("I'm a nurse for Kaiser", {"job": "nurse", "workplace": "Kaiser"}),
         ("I work at Google but I live in Boston", {"workplace": "Google", "home_city": "Boston"}),
         ("I work at Google and my wife works in Boston", {"workplace": "Google"}), ("I work for myself", {}),
+        # a name after a greeting, where one studies and what, a birthday said the other way round, foods not eaten
+        ("你好，我是小雨，今年大三，在武汉读书", {"name": "小雨", "school": "武汉"}), ("你好，我是大三的", {}),
+        ("你好，我是学生", {"job": "学生"}), ("我是小雨", {}), ("我在北京大学读书", {"school": "北京大学"}),
+        ("我在图书馆读书", {}), ("我在家读书", {}), ("我的专业是计算机，但我其实更喜欢画画", {"major": "计算机"}),
+        ("我是学金融专业的", {"major": "金融"}), ("I'm majoring in biology at UCLA", {"major": "biology"}),
+        ("12月3号是我的生日", {"birthday": "12月3号"}), ("I don't eat pork", {"pref:pork": "pork"}),
+        ("I never eat meat", {"diet": "no meat"}), ("I don't eat much these days", {}),
         ("我在公司做项目", {}), ("我在做作业", {}),  # 做/当 an occupation only
         ("我是护士长", {"job": "护士长"}), ("我是销售总监", {"job": "销售总监"}),
         ("我是我们学校的校长", {"job": "校长"}), ("我是班长", {}), ("我是家长", {}), ("我是篮球队队长", {}),

@@ -400,6 +400,12 @@ def week(y, m, d):
         ("下个月初", (date(2024, 4, 1), date(2024, 4, 11), "range")),
         ("明年", (date(2025, 1, 1), date(2026, 1, 1), "year")),
         ("明年春天", (date(2025, 3, 1), date(2025, 6, 1), "range")),
+        # a month or a date of a year named relatively: that one, not the whole year
+        ("明年四月", (date(2025, 4, 1), date(2025, 5, 1), "month")),
+        ("我去年三月去了哪里？", (date(2023, 3, 1), date(2023, 4, 1), "month")),
+        ("去年5月20日", day(2023, 5, 20)), ("今年的二月", (date(2024, 2, 1), date(2024, 3, 1), "month")),
+        ("April next year", (date(2025, 4, 1), date(2025, 5, 1), "month")),
+        ("What did I do in March of last year?", (date(2023, 3, 1), date(2023, 4, 1), "month")),
         ("三天后我要考试", day(2024, 3, 17)),
         ("三天后我要考试了", day(2024, 3, 17)),
         ("我查一下周三的会议", day(2024, 3, 13)),  # 一下 + 周三: the last Wednesday, not next week's
