@@ -70,11 +70,20 @@ def _span(text: str, said_at: float, named: list[bool] | None = None) -> tuple[f
         named.append(window is not None)
     if window is None or window.contains(said_at) or window.end <= window.start:
         return None
-    if window.end <= said_at and PLAN_RE.search(text):
+    if window.end <= said_at and PLAN_RE.search(text) and not _PAST_PLAN.search(text):
         window = _ahead(text, said_at, window)
     if window.start <= said_at - said_at % DAY < window.end:  # the day it was said ("今天", "this morning")
         return None
     return window.start, window.end
+
+
+_NAMES_YEAR = re.compile(r"(?i)年|\byear\b|\b(?:last|this)\s+[a-z]")
+"""An expression that says which year (去年三月, "last December"): a plan does not move it."""
+_PAST_PLAN = re.compile(
+    r"(?i)\b(?:was|were|had been|had)\s+(?:\w+\s+)?(?:looking forward|preparing|training|getting ready|planning)"
+    r"|\b(?:back in|went badly|got cancell?ed|was cancell?ed|called off)\b"
+    r"|了(?![吗呢吧])[，,。！!]|终于|结果|后来|取消了|已经")
+"""Words that tell the plan is behind ("I was looking forward to …", "期待已久的演唱会终于看了"): not moved ahead."""
 
 
 _BARE_WEEKDAY = re.compile(
@@ -88,6 +97,8 @@ def _ahead(text: str, said_at: float, window: TimeWindow) -> TimeWindow:
     in a plan ("周五我要去看演唱会", "I'm seeing her on Friday") is the coming one, a week after the last."""
     if _BARE_WEEKDAY.fullmatch(window.expression):
         return TimeWindow(window.start + 7 * DAY, window.end + 7 * DAY, window.expression, window.granularity)
+    if _NAMES_YEAR.search(window.expression):  # 去年三月, "last December", "March of last year": its year is said
+        return window
     said = datetime.fromtimestamp(said_at, UTC)
     try:
         later = said.replace(year=said.year + 1)

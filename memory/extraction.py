@@ -318,10 +318,12 @@ _ZH_SCHOOL = re.compile(r"(?:大学|学院|学校|中学|小学|高中|初中|�
 
 def _zh_studies_at(m: re.Match[str]) -> Extracted | None:
     v = _clean_zh(m["v"], None, max_len=12)
-    if not v or _PRONOUN_ZH.match(v) or v in ("家", "家里", "这里", "那里", "这儿", "那儿", "宿舍", "外面", "国外"):
-        return None
-    if m["how"] == "读书" and not (_ZH_SCHOOL.search(v) or _is_place_zh(v)):
-        return None  # 我在图书馆读书 reads books there; 我在武汉读书, 我在北京大学读书 study there
+    if not v or _PRONOUN_ZH.match(v) or re.search(r"在|这|那|哪", v):
+        return None  # 我在考虑在北京读研, 我在这个学校读书很痛苦
+    named_school = _ZH_SCHOOL.search(v) is not None and not re.fullmatch(
+        r"(?:一所|一个|一家)?(?:大学|学院|学校|中学|小学|高中|初中)", v)
+    if not (named_school or _is_place_zh(v)):
+        return None  # 我在图书馆读书 reads books there, 我在网上上学, 我在大学读书 names no school
     return _fact("school", v, f"用户在{v}读书")
 
 
@@ -329,12 +331,16 @@ def _major(value: str, zh: bool) -> Extracted | None:
     v = _clean_zh(value, _ZH_PREF_STOP, max_len=10) if zh else _clean_en(value, max_words=4)
     if not v or _PRONOUN_ZH.match(v) or _PRONOUN_EN.match(v):
         return None
+    if re.match(r"不|是|没", v) or re.search(r"我|这|那|最", v) or re.match(
+            r"(?i)(?:probably|not|so|very|really|kind of|sort of|actually|pretty|too|the (?:worst|best))\b", v):
+        return None  # 我的专业是不是选错了, 我的专业是我最大的遗憾, "my major is probably the worst choice"
     return _fact("major", v, f"用户的专业是{v}" if zh else f"The user's major is {v}")
 
 
 def _zh_greeting_name(m: re.Match[str]) -> Extracted | None:
     v = m["v"]
-    if re.fullmatch(rf"{_ZH_JOBS}|新人|新手|本人|这样", v) or re.match(r"[大高初研][一二三四]", v) or v.endswith("的"):
+    if (_PRONOUN_ZH.match(v) or re.search(rf"(?:{_ZH_JOBS}|{_ZH_FAMILY}|{_ZH_PARTNERS}|新人|新手|本人|这样|[人生们师的])$", v)
+            or re.match(r"[大高初研][一二三四]", v)):
         return None  # 你好，我是学生 / 我是大三: what the user is, not a name
     return _fact("name", v, f"用户的名字是{v}")
 
@@ -479,10 +485,15 @@ def _en_dislike(m: re.Match[str]) -> Extracted | None:
     return _pref(v, "dislikes", f"The user dislikes {_my_to_their(v)}")
 
 
+_NOT_A_FOOD_EN = frozenset("""much well enough breakfast lunch dinner out another there here before after right at that
+this like until in on alone healthy anything any too so very late early fast slowly properly normally a lot more less
+when while with without during""".split())
+
+
 def _en_not_eat(m: re.Match[str]) -> Extracted | None:
     v = _clean_en(m["v"], max_words=4)
-    if not v or _PRONOUN_EN.match(v) or v.lower() in ("much", "well", "enough", "breakfast", "lunch", "dinner", "out"):
-        return None  # "I don't eat much", "I didn't eat breakfast": how, not what
+    if not v or _PRONOUN_EN.match(v) or v.split()[0].lower() in _NOT_A_FOOD_EN:
+        return None  # "I don't eat much", "I can't eat another bite", "I don't eat out": how or when, not what
     if v.lower() in ("meat", "any meat", "animal products"):
         return _diet("no meat", "The user doesn't eat meat")
     return _pref(v, "dislikes", f"The user doesn't eat {v}")
@@ -545,13 +556,15 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         lambda m: _age(m, zh=True),
     ),
     (re.compile(rf"我的?生日(?:是|在)(?P<v>{_ZH_VALUE}{{1,16}})"), _zh_birthday),
-    (re.compile(r"(?<![\d月])(?P<v>\d{1,2}月\d{1,2}[日号])是我的?生日"), _zh_birthday),
+    (re.compile(r"(?<![\d月])(?P<v>\d{1,2}月\d{1,2}[日号])是我的?生日(?![吗吧呢？?])"), _zh_birthday),
     # 你好，我是小雨: a short name right after a greeting (我是 alone also says what one is: 我是学生)
     (re.compile(r"(?:你好|您好|嗨|哈喽|hi|hello)[，,！!。~\s]*我是(?P<v>[\u4e00-\u9fff]{2,3})(?=[，,。！!~\s]|$)", re.I),
      _zh_greeting_name),
-    (re.compile(rf"我(?:现在|目前)?在(?P<v>{_ZH_VALUE}{{1,12}}?)(?P<how>读书|上学|念书|读大学|上大学|读研|读博)"),
+    (re.compile(rf"我(?:现在|目前)?在(?P<v>{_ZH_VALUE}{{1,12}}?)(?:读书|上学|念书|读大学|上大学|读研|读博)"
+                r"(?!的时候|时|那会|那几年|期间)"),
      _zh_studies_at),
-    (re.compile(rf"我的?(?:学的|读的)?专业是(?P<v>{_ZH_VALUE}{{1,10}})|我(?:是)?(?:学|读)(?P<v2>{_ZH_VALUE}{{1,8}}?)专业的?"),
+    (re.compile(rf"(?<!希望)(?<!想让)(?<!让)我的?(?:学的|读的)?专业是(?P<v>{_ZH_VALUE}{{1,10}})"
+                rf"|(?<!希望)(?<!想让)(?<!让)我(?:是)?(?:学|读)(?P<v2>{_ZH_VALUE}{{1,8}}?)专业的"),
      lambda m: _major(m["v"] or m["v2"], zh=True)),
     (re.compile(rf"我(?:现在|目前)?{_ZH_IS}(?P<v>{_ZH_JOB_TITLE})"), _zh_job),
     (re.compile(rf"我(?:现在|目前)?是做(?P<v>{_ZH_VALUE}{{1,10}}?)的"), _zh_did_job),
@@ -574,7 +587,7 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
      lambda m: _named(m["r"], m["v"], zh=True, pet=True)),
     (re.compile(rf"我{_ZH_ADV}对(?P<v>{_ZH_VALUE}{{1,12}}?)过敏"), lambda m: _allergy(m, zh=True)),
     (re.compile(r"我(?:一直|现在|从小)?(?:吃素|是素食(?:者|主义者)?)"), lambda m: _diet("吃素", "用户吃素")),
-    (re.compile(rf"我{_ZH_ADV}(?:从来)?不吃(?P<v>{_ZH_VALUE}{{1,10}})"), _zh_not_eat),
+    (re.compile(rf"我{_ZH_ADV}(?:从来)?不(?:能)?吃(?P<v>{_ZH_VALUE}{{1,10}})"), _zh_not_eat),
     (re.compile(rf"我(?:是)?(?:毕业于(?P<v>{_ZH_VALUE}{{2,16}})|从(?P<w>{_ZH_VALUE}{{2,16}}?)毕业)"),
      _zh_school),
     (re.compile(rf"我(?:最近|现在|目前|正在|一直|也)?在学(?:习)?(?P<v>{_ZH_VALUE}{{1,10}})"),

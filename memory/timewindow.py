@@ -334,11 +334,17 @@ _REL_YEARS = {"前年": 2, "去年": 1, "今年": 0, "明年": -1, "后年": -2,
 def _rel_year_month(m: re.Match[str], today: date) -> Span | None:
     """去年三月 / 明年4月 / 去年5月20日 / "April next year" / "March of last year": that month (or day) of that year."""
     year = today.year - _REL_YEARS[m.group("rel").lower()]
+    mon = m.groupdict().get("mon")
+    if mon is not None and mon[0].islower() and not re.match(r"(?i)in|during", m.group()):
+        return None  # "I joined the march last year": a month named so is capitalised
     month = _int(m, "m") if "m" in m.groupdict() and m.group("m") else _mon(m)
     day = _int(m, "d") if "d" in m.groupdict() else None
     if month is None or not 1 <= month <= 12:
         return None
-    return _dated(today, year, month, day) if day is not None else _month(year, month)
+    if day is not None:
+        return _dated(today, year, month, day)
+    part = m.groupdict().get("part")
+    return _part_of(_month(year, month), part) if part else _month(year, month)
 
 
 def _en_in_month(m: re.Match[str], today: date) -> Span | None:
@@ -701,7 +707,9 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         (rf"(?P<y>{_ZY})\s*年\s*(?P<m>{_N})\s*月\s*(?P<d>{_N})\s*[日号號]", _zh_full),
         (rf"(?<![\d年第])(?P<m>{_N})\s*月\s*(?P<d>{_N})\s*[日号號]", _zh_md),
         (rf"(?P<y>{_ZY})\s*年\s*(?P<m>{_N})\s*月", _zh_ym),
-        (rf"(?P<rel>前年|去年|今年|明年|后年)的?(?P<m>{_N})\s*月份?(?:\s*(?P<d>{_N})\s*[日号號])?", _rel_year_month),
+        (rf"(?P<rel>前年|去年|今年|明年|后年)\s*的?(?P<m>{_N})\s*月份?"
+         rf"(?:\s*(?P<d>{_N})\s*[日号號]?(?![\d一二三四五六七八九十])|\s*的?(?P<part>初|上旬|中旬|下旬|底|末))?",
+         _rel_year_month),
         (rf"(?P<y>{_ZY})\s*年(?!代)", _zh_y),
         (rf"(?<![\d第上下这本每个個几])(?P<m>{_N})\s*月份?(?![\d一二三四五六七八九十]*\s*[日号號])", _zh_m),
         # 4月27 (no 日/号), 27号, 上个月27号, 5月初 / 下旬 / 底, 月底, 五一, 国庆, 去年圣诞节.

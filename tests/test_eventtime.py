@@ -158,6 +158,11 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
     ("我很期待3月的演唱会", (date(2025, 3, 1), date(2025, 4, 1))),
     ("我在为明年四月的马拉松训练", (date(2025, 4, 1), date(2025, 5, 1))),
     ("I ran the marathon in April", (date(2024, 4, 1), date(2024, 5, 1))),
+    # a year named, or a plan that lies behind, is not moved (found in review)
+    ("去年12月我准备考研", (date(2023, 12, 1), date(2024, 1, 1))),
+    ("I was preparing for exams last December", (date(2023, 12, 1), date(2024, 1, 1))),
+    ("I was looking forward to the concert on March 5th but it got cancelled", (date(2024, 3, 5), date(2024, 3, 6))),
+    ("期待已久的演唱会3月5号终于看了", (date(2024, 3, 5), date(2024, 3, 6))),
 ])
 def test_a_plan_names_the_next_such_date_what_happened_the_last(text: str, expected: tuple[date, date]) -> None:
     assert days(event_span(text, MAY_10)) == expected

@@ -307,6 +307,13 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         ("我是学金融专业的", {"major": "金融"}), ("I'm majoring in biology at UCLA", {"major": "biology"}),
         ("12月3号是我的生日", {"birthday": "12月3号"}), ("I don't eat pork", {"pref:pork": "pork"}),
         ("I never eat meat", {"diet": "no meat"}), ("I don't eat much these days", {}),
+        # found in review: not a school, a name, a major, a birthday or a food
+        ("我在这个学校读书很痛苦", {}), ("我在考虑在北京读研", {}), ("我在网上上学", {}), ("我在大学读书", {}),
+        ("我在上海读书的时候认识了他", {}), ("我在一中上学", {"school": "一中"}), ("你好，我是他妈妈", {}),
+        ("你好，我是中国人", {}), ("你好，我是新生", {}), ("我的专业是不是选错了", {}), ("我的专业是我最大的遗憾", {}),
+        ("我是学这个专业的", {}), ("我妈希望我学医学专业", {}), ("My major is probably the worst choice", {}),
+        ("12月3号是我的生日吗", {}), ("I don't eat out much", {}), ("I can't eat another bite", {}),
+        ("I don't eat there anymore", {}), ("我不能吃辣", {"pref:辣": "辣"}),
         ("我在公司做项目", {}), ("我在做作业", {}),  # 做/当 an occupation only
         ("我是护士长", {"job": "护士长"}), ("我是销售总监", {"job": "销售总监"}),
         ("我是我们学校的校长", {"job": "校长"}), ("我是班长", {}), ("我是家长", {}), ("我是篮球队队长", {}),
