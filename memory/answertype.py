@@ -58,7 +58,8 @@ def _names_duration(text: str) -> bool:
 
 _ASKS_FEELING = re.compile(
     r"心情|情绪|感受(?!器)|心态|烦恼|烦心|倾诉|难过|伤心|焦虑|不开心|郁闷|委屈"
-    r"|(?:^\W*我的?|我(?:最近|这段时间|那段时间)的?)状态(?:怎么样|如何|好吗|好不好|还好吗)"
+    r"|^(?!.*(?:查一下|账号|账户|订单|系统|服务器|电脑|手机|网络|快递|设备|软件|游戏)).*?我(?:最近|这段时间|那段时间)?的?状态"
+    r"(?:怎么样|如何|好吗|好不好|还好吗)"
     r"|我(?:最近|这段时间)?过得(?:怎么样|如何|好吗|好不好)"
     r"|(?<![高气水油胎血])压力(?:大|很大|好大|山大|怎么样|如何)|有压力|什么压力"  # not 高压锅的压力阀, 轮胎压力
     r"|(?i:\bhow (?:have|was|am|did) i (?:been )?(?:feel|feeling|felt)\b|\bmy (?:mood|feelings?)\b"
@@ -209,7 +210,8 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((slot, re.compile(patter
     ("work_city", r"我在哪(?:里|儿|个城市)?(?:工作|上班)|\bwhere do i work\b|\bwhat city do i work in\b"),
     ("school", r"我在哪(?:里|儿|个学校|所学校)?(?:上学|读书|念书)|我的学校|\bwhere do i (?:study|go to school)\b"
                r"|\bwhat school do i\b"),
-    ("diet", r"我吃素吗|我是素食|我(?:有)?(?:什么|啥)?忌口|我的忌口|我(?:有什么|有啥)?不(?:能)?吃(?:什么|啥)|我有(?:什么|啥)不(?:能)?吃的"
+    ("diet", r"我吃素吗|我是素食|我(?:吃东西)?(?:有)?(?:什么|啥|哪些|没有什么|没有啥)?忌口|我的忌口"
+             r"|我(?:有什么|有啥)?不(?:能)?吃(?:什么|啥)|我有(?:什么|啥)不(?:能)?吃的"
              r"|\bam i (?:a )?(?:vegetarian|vegan)\b|\bmy diet\b|\bmy dietary (?:restrictions?|requirements?|needs)\b"
              r"|\bdo i have (?:any )?dietary (?:restrictions?|requirements?|needs)\b"
              r"|\bwhat (?:foods? )?(?:don't|can't|do not) i eat\b"
@@ -217,7 +219,8 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((slot, re.compile(patter
     ("allergy:", r"我对(?:什么|啥|哪些)(?:东西|食物)?过敏|我有(?:什么)?过敏|\b(?:what|anything) am i allergic to\b"
                  r"|\bam i allergic\b|\bmy allergies\b|\bdo i have (?:any )?allergies\b"),
     ("learning:", r"我(?:最近|现在)?(?:正)?在学(?:什么|啥)|\bwhat am i (?:learning|studying)\b"),
-    ("major", r"我(?:是)?(?:学|读)(?:的)?(?:什么|啥|哪个)专业(?!好|比较|合适)|我的专业(?:是什么|是啥)?(?:了|来着)?[吗呢啊呀]?\W*$"
+    ("major", r"我(?:是)?(?:学|读)(?:的)?(?:什么|啥|哪个)专业(?!的?(?:好|比较|合适))"
+              r"|我的专业(?:是什么|是啥)?(?:了|来着)?[吗呢啊呀]?\W*$"
               r"|\bwhat(?:'s| is) my major\b|\bwhat am i majoring in\b|\bwhat do i major in\b"),
     ("partner", rf"我(?:的)?(?:{_MY_PARTNER_ZH}){_NAMED_ZH}|\bmy (?:{_MY_PARTNER_EN}){_NAMED_EN}"
                 rf"|\bwho is my (?:{_MY_PARTNER_EN})\b"),
@@ -257,8 +260,8 @@ def asks_slot(query: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(slots))
 
 
-_AVOIDS_FOOD = re.compile(r"^(?:用户(?:从来|平时|一直)?不(?:能)?吃|The user (?:doesn't|does not|can't|cannot|never) eats?\b)",
-                          re.I)
+_AVOIDS_FOOD = re.compile(
+    r"^(?:用户(?:从来|平时|一直)?不(?:能)?吃|The user (?:doesn't|does not|can't|cannot|never) eats?\b)", re.I)
 """A preference that says what the user does not eat (``extraction``: 我不吃辣 → 用户不吃辣): part of their diet."""
 
 

@@ -109,7 +109,10 @@ _EN_NEGATIVE: list[tuple[str, float]] = [
     (r"suicidal", 1.5), (r"want to die", 1.5), (r"kill myself", 1.5), (r"insomnia", 0.8),
     (r"can'?t sleep", 0.8), (r"broke up", 0.9), (r"laid off", 1.0), (r"got fired", 1.0),
     (r"lost my job", 1.0), (r"passed away", 1.0),
-    (r"(?:my|our) (?:\w+ ){0,2}(?:just |suddenly |recently )?died|death of my \w+", 1.0), (r"funeral", 0.5), (r"hurt(?:s|ing)?", 0.5), (r"unhappy", 0.9),
+    (r"(?:my|our) (?:(?:best|old|little|big|dear|beloved) )?(?:grand)?(?:ma|pa|mom|mum|mother|father|dad|parents?"
+     r"|brother|sister|son|daughter|child|baby|wife|husband|partner|boyfriend|girlfriend|fianc[eé]e?|aunt|uncle|cousin"
+     r"|friend|neighbou?r|teacher|dog|cat|pet|puppy|kitten|patient) (?:just |suddenly |recently )?died"
+     r"|death of my \w+", 1.0), (r"funeral", 0.5), (r"hurt(?:s|ing)?", 0.5), (r"unhappy", 0.9),
     (r"nervous", 0.6), (r"burn(?:ed|t)? out|burnout", 0.9), (r"fear", 0.7),
     # as people say them in chat
     (r"gutted", 1.0), (r"(?:feel(?:s|ing)?|felt) (?:so |really |pretty |a bit |kind of )?down", 0.9),

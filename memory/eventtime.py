@@ -16,7 +16,9 @@ Plans: the parser reads a date without a year as the latest such date not after 
 for what happened ("5月20日我去了北京", said in June) but not for a plan ("5月20日我要去北京", said on 10 May, is
 this 20 May, not last year's). When the words say it is a plan (``PLAN_RE``: 打算, 准备, 计划, 要去 …, "will",
 "going to", "plan to" …) and a date without a year came out in the past, the span is that date's next occurrence
-(within the year ahead); a bare weekday ("周五", "on Friday") likewise the coming one. Relative expressions
+(within the year ahead); a bare weekday ("周五", "on Friday") likewise the coming one. A date whose year is said
+(去年12月, "last December") is never moved, nor one in a plan
+that lies behind ("I was looking forward to … but it got cancelled", 期待已久的演唱会终于看了). Relative expressions
 ("上周", "two weekends ago") are left as they are; those that look ahead (明天, 下周三, 下个月, "next month", "in two
 weeks", "tomorrow") name the span ahead themselves.
 """
@@ -38,7 +40,7 @@ NAMES_TIME = "names_time"
 
 PLAN_RE = re.compile(
     r"打算|准备|计划|将要|将会|即将|想要去|要去|要来|要回|要到|会去|约好|预定|预约"
-    r"|期待|备考|快到了"
+    r"|期待|备考"
     r"|\b(?:will|shall|going to|gonna|plan(?:ning|s)? to|about to|intend(?:s|ing)? to|scheduled"
     r"|training for|prepar(?:e|es|ing) for|getting ready for|looking forward to|coming up|upcoming|can'?t wait)\b"
     r"|'ll\b",
@@ -82,7 +84,7 @@ _NAMES_YEAR = re.compile(r"(?i)年|\byear\b|\b(?:last|this)\s+[a-z]")
 _PAST_PLAN = re.compile(
     r"(?i)\b(?:was|were|had been|had)\s+(?:\w+\s+)?(?:looking forward|preparing|training|getting ready|planning)"
     r"|\b(?:back in|went badly|got cancell?ed|was cancell?ed|called off)\b"
-    r"|了(?![吗呢吧])[，,。！!]|终于|结果|后来|取消了|已经")
+    r"|终于(?!要|会|可以)|结果|后来|取消了|期待已久")
 """Words that tell the plan is behind ("I was looking forward to …", "期待已久的演唱会终于看了"): not moved ahead."""
 
 

@@ -263,9 +263,11 @@ _EN_PARTNERS = "wife|husband|partner|girlfriend|boyfriend|fiancée?"
 _EN_FAMILY = "son|daughter|kid|baby|mom|mum|mother|dad|father|brother|sister|grandma|grandpa"
 _EN_PETS = f"{BREEDS_EN}|{PETS_EN}"
 _ZH_PET_NOUN = rf"[\u4e00-\u9fff]{{0,2}}?(?:{_ZH_PETS})"
-"""A pet with a word before it: 橘猫, 小白兔子, 金毛狗 (each its own key: a user may have two cats); or a breed (金毛)."""
+"""A pet with a word before it: 橘猫, 小白兔子, 金毛狗 (each its own key: a user may have two cats); or a breed
+(金毛)."""
 _ZH_MY_PET = rf"(?:{BREEDS_ZH})?(?:{PETS_ZH})|{BREEDS_ZH}"
-"""A pet right after 我/我家/我的: its kind or breed or both (金毛狗, 布偶猫), nothing else (我妈的猫 is not the user's)."""
+"""A pet right after 我/我家/我的: its kind or breed or both (金毛狗, 布偶猫), nothing else (我妈的猫 is not the
+user's)."""
 _EN_PET_NOUN = rf"(?:[a-z]+ )?(?:{_EN_PETS})"
 """A pet with a word before it: "ginger cat", "rescue dog"; or a breed: "golden retriever", "corgi"."""
 
@@ -306,7 +308,8 @@ def _diet(v: str, text: str) -> Extracted | None:
 
 def _zh_not_eat(m: re.Match[str]) -> Extracted | None:
     v = _clean_zh(m["v"], _ZH_PREF_STOP, max_len=10)
-    if not v or v.startswith(("饭", "东西", "早饭", "早餐", "午饭", "晚饭", "了", "下")):
+    if not v or v.startswith(("饭", "东西", "早饭", "早餐", "午饭", "晚饭", "了", "下", "太", "这", "那", "得", "多",
+                              "很")):
         return None  # 我不吃饭 / 我不吃东西 say how one feels, not what one avoids
     if v in ("肉", "荤"):
         return _diet("不吃肉", "用户不吃肉")
@@ -339,7 +342,8 @@ def _major(value: str, zh: bool) -> Extracted | None:
 
 def _zh_greeting_name(m: re.Match[str]) -> Extracted | None:
     v = m["v"]
-    if (_PRONOUN_ZH.match(v) or re.search(rf"(?:{_ZH_JOBS}|{_ZH_FAMILY}|{_ZH_PARTNERS}|新人|新手|本人|这样|[人生们师的])$", v)
+    if (_PRONOUN_ZH.match(v) or re.search(rf"(?:{_ZH_JOBS}|{_ZH_FAMILY}|{_ZH_PARTNERS}|新人|新手|本人|这样|新生|本科生"
+                                          r"|先生|医生|老师|中国人|外国人|路人|大家|们|的)$", v)
             or re.match(r"[大高初研][一二三四]", v)):
         return None  # 你好，我是学生 / 我是大三: what the user is, not a name
     return _fact("name", v, f"用户的名字是{v}")
@@ -485,17 +489,19 @@ def _en_dislike(m: re.Match[str]) -> Extracted | None:
     return _pref(v, "dislikes", f"The user dislikes {_my_to_their(v)}")
 
 
-_NOT_A_FOOD_EN = frozenset("""much well enough breakfast lunch dinner out another there here before after right at that
-this like until in on alone healthy anything any too so very late early fast slowly properly normally a lot more less
-when while with without during""".split())
+_NOT_A_FOOD_WORDS = """much well enough breakfast lunch dinner out another there here before after right at that
+this like until in on alone healthy anything too so very late early slowly properly normally a lot more less
+when while with without during"""
+_NOT_A_FOOD_EN = frozenset(_NOT_A_FOOD_WORDS.split())
 
 
 def _en_not_eat(m: re.Match[str]) -> Extracted | None:
     v = _clean_en(m["v"], max_words=4)
+    v = re.sub(r"(?i)^any\s+", "", v)
+    if v.lower() in ("meat", "animal products"):
+        return _diet("no meat", "The user doesn't eat meat")
     if not v or _PRONOUN_EN.match(v) or v.split()[0].lower() in _NOT_A_FOOD_EN:
         return None  # "I don't eat much", "I can't eat another bite", "I don't eat out": how or when, not what
-    if v.lower() in ("meat", "any meat", "animal products"):
-        return _diet("no meat", "The user doesn't eat meat")
     return _pref(v, "dislikes", f"The user doesn't eat {v}")
 
 
@@ -515,7 +521,7 @@ def _age_words(m: re.Match[str]) -> Extracted | None:
 _ZH_ADV = r"(?:也|还|一直|真的|非常|特别|很|超|最|挺|比较|超级|其实|就|都|现在|已经|确实)*"
 _EN_ADV = r"(?:(?:really|also|absolutely|just|still|do|totally|truly|actually|genuinely|kind of|kinda)\s+)*"
 _EN_WHO = r"(?<![A-Za-z'])I"
-_NOT_A_NAME_EN = frozenset("""
+_NOT_A_NAME_WORDS = """
 american canadian mexican british english irish scottish welsh french german italian spanish portuguese dutch
 swedish norwegian danish finnish polish russian ukrainian greek turkish chinese japanese korean vietnamese thai
 filipino indian pakistani australian brazilian argentinian african asian european latino latina jewish muslim
@@ -523,7 +529,8 @@ christian catholic hindu buddhist atheist gay straight trans fine good great oka
 not so just sure also still really very currently now done ready glad tired busy new single married
 monday tuesday wednesday thursday friday saturday sunday christmas easter thanksgiving and the
 sick bored pregnant retired sad mad ill in out off on team she he we they her his its has have had every right
-loves likes hates wants says said never always passed went got gets lives works""".split())
+loves likes hates wants says said never always passed went got gets lives works"""
+_NOT_A_NAME_EN = frozenset(_NOT_A_NAME_WORDS.split())
 """Capitalised words after "I'm" or "my wife" that are no name (a nationality, a feeling, a day)."""
 
 _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
@@ -558,13 +565,14 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     (re.compile(rf"我的?生日(?:是|在)(?P<v>{_ZH_VALUE}{{1,16}})"), _zh_birthday),
     (re.compile(r"(?<![\d月])(?P<v>\d{1,2}月\d{1,2}[日号])是我的?生日(?![吗吧呢？?])"), _zh_birthday),
     # 你好，我是小雨: a short name right after a greeting (我是 alone also says what one is: 我是学生)
-    (re.compile(r"(?:你好|您好|嗨|哈喽|hi|hello)[，,！!。~\s]*我是(?P<v>[\u4e00-\u9fff]{2,3})(?=[，,。！!~\s]|$)", re.I),
+    (re.compile(r"(?:你好|您好|嗨|哈喽|hi|hello)[，,！!。~\s]*我是(?P<v>[\u4e00-\u9fff]{2,3})(?=[，,。！!~\s]|$)",
+                re.I),
      _zh_greeting_name),
     (re.compile(rf"我(?:现在|目前)?在(?P<v>{_ZH_VALUE}{{1,12}}?)(?:读书|上学|念书|读大学|上大学|读研|读博)"
                 r"(?!的时候|时|那会|那几年|期间)"),
      _zh_studies_at),
     (re.compile(rf"(?<!希望)(?<!想让)(?<!让)我的?(?:学的|读的)?专业是(?P<v>{_ZH_VALUE}{{1,10}})"
-                rf"|(?<!希望)(?<!想让)(?<!让)我(?:是)?(?:学|读)(?P<v2>{_ZH_VALUE}{{1,8}}?)专业的"),
+                rf"|(?<!希望)(?<!想让)(?<!让)我(?:是)?(?:学|读)(?P<v2>{_ZH_VALUE}{{1,8}}?)专业(?:的|(?=[，,。！!？?；;]|$))"),
      lambda m: _major(m["v"] or m["v2"], zh=True)),
     (re.compile(rf"我(?:现在|目前)?{_ZH_IS}(?P<v>{_ZH_JOB_TITLE})"), _zh_job),
     (re.compile(rf"我(?:现在|目前)?是做(?P<v>{_ZH_VALUE}{{1,10}}?)的"), _zh_did_job),
@@ -753,7 +761,8 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         ),
         _en_dislike,
     ),
-    (re.compile(rf"(?i:{_EN_WHO}\s+(?:don'?t|do not|never|can'?t|cannot)\s+eat)\s+(?P<v>{_EN_VALUE}{{1,40}})"), _en_not_eat),
+    (re.compile(rf"(?i:{_EN_WHO}\s+(?:don'?t|do not|never|can'?t|cannot)\s+eat)\s+(?P<v>{_EN_VALUE}{{1,40}})"),
+     _en_not_eat),
 ]
 
 

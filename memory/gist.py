@@ -206,14 +206,15 @@ def key_terms(message: str, said: list[tuple[int, int]], *, zh: bool, n: int = 4
     return [t for t in candidates if unsaid(t)][:n]
 
 
-_ZH_PLAIN_WORDS = frozenset("""今年 去年 明年 今天 昨天 明天 前天 后天 每天 每周 上周 下周 这周 本周 周末 早上 晚上 上午 下午
-上次 下次 一直 总是 经常 好大 好多 很多""".split())
+_ZH_PLAIN = """今年 去年 明年 今天 昨天 明天 前天 后天 每天 每周 上周 下周 这周 本周 周末 早上 晚上
+上午 下午 上次 下次 一直 总是 经常 好大 好多 很多"""
+_ZH_PLAIN_WORDS = frozenset(_ZH_PLAIN.split())
 """Time words and words of manner said in statements about anything."""
 _NUMBER_RE = re.compile(r"^第?[\d一二两三四五六七八九十百千万几半]+[岁天年月周次点号个分时只辆度条位本件张块元]*$"
                         r"|^(?:周|星期|礼拜)[一二三四五六日天末]$|^我.$")
 """两岁, 十一点, 一只, 第三次, 周三, and jieba's 我下, 我家: a number, a weekday, the user plus a word."""
-_ZH_PLAIN_CHARS = frozenset("叫去学打住买是有要想没不好做看说让来到走用给会能下上点次天年月号快慢多少大小真又再只把被对从"
-                            "跟和与或过着得地")
+_ZH_PLAIN_CHARS = frozenset("叫去学打住买是有要想没不好做看说让来到走用给会能下上点次天年月号快慢多少大小"
+                            "真又再只把被对从跟和与或过着得地")
 """Single characters said in statements about anything (verbs, adverbs, particles): 猫, 狗, 胃, 车 are kept."""
 
 

@@ -143,7 +143,7 @@ def test_context_refuses_an_answer_weight_outside_the_unit_interval() -> None:
     ("How do I feel about sushi?", False), ("Who was upset about the delay?", False), ("感受器是什么？", False),
     ("我的猫叫什么？", False), ("Where do I live?", False),
     ("我最近状态怎么样？", True), ("我最近过得怎么样", True), ("状态栏怎么设置", False), ("我的状态", False),
-    ("帮我查一下我的状态怎么样", False)])
+    ("帮我查一下我的状态怎么样", False), ("最近我的状态怎么样", True), ("你觉得我的状态怎么样？", True)])
 def test_a_question_about_how_the_user_felt(query: str, feeling: bool) -> None:
     assert asks_feeling(query) is feeling
     assert asks_when(query) == ("when" if query in ("When was I sad?", "我什么时候心情不好？") else None)
@@ -324,6 +324,7 @@ def test_a_question_about_plans_lists_what_lies_ahead_soonest_first(backend: str
     ("我有什么忌口吗？", ("diet",)), ("What foods don't I eat?", ("diet",)),
     ("孕妇有什么忌口", ()), ("狗狗有什么忌口", ()), ("What dietary supplements should I take?", ()),
     ("Do I have any dietary restrictions?", ("diet",)), ("我读什么专业好", ()),
+    ("我有哪些忌口", ("diet",)), ("我吃东西有什么忌口吗", ("diet",)), ("我学什么专业的好", ()),
     # statements, another person's slot, the assistant's, and what is not a name or a slot (found in review)
     ("我叫王小明", ()), ("My name is Anna", ()), ("我的工作很累", ()), ("我老婆叫小红", ()), ("你叫什么名字", ()),
     ("我妈妈的生日是哪天", ()), ("What did Caroline say?", ()), ("我女儿是什么时候出生的？", ()),

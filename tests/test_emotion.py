@@ -32,7 +32,7 @@ from mneme.memory.emotion import detect_emotion
         # a feeling that could not be held back is there, not negated; crying alone; a death with a bad day
         "我忍不住哭了", "我一直止不住地哭", "我不停地哭", "I can't stop crying", "I couldn't stop worrying about it",
         "I had a terrible day, a patient died during my shift and I couldn't stop crying in the car.",
-        "My grandma died last night", "My dog died.",
+        "My grandma died last night", "My dog died.", "my best friend died",
     ],
 )
 def test_negative_texts(text: str) -> None:
@@ -65,7 +65,8 @@ def test_negative_texts(text: str) -> None:
         "I told off the guy who cut in line", "I bullied my little brother",
         "the dog was tired after the walk",
         "I'm not crying", "我不想哭", "哭笑不得", "他总是哭穷", "笑哭了", "哭死我了，太好笑了", "孩子哭闹",
-        "The car died on the highway and I was tired", "the battery died and I'm tired",
+        "The car died on the highway and I was tired", "the battery died and I'm tired", "my battery died",
+        "My phone died", "my car died and I'm tired",
     ],
 )
 def test_not_negative(text: str) -> None:

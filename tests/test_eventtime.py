@@ -163,6 +163,10 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
     ("I was preparing for exams last December", (date(2023, 12, 1), date(2024, 1, 1))),
     ("I was looking forward to the concert on March 5th but it got cancelled", (date(2024, 3, 5), date(2024, 3, 6))),
     ("期待已久的演唱会3月5号终于看了", (date(2024, 3, 5), date(2024, 3, 6))),
+    # ... but a plan with a 了 or 已经 of its own is still ahead (found in review)
+    ("我打算3月去日本，已经请好假了", (date(2025, 3, 1), date(2025, 4, 1))),
+    ("我要去日本了，3月出发", (date(2025, 3, 1), date(2025, 4, 1))),
+    ("我已经报名了，4月要去跑马拉松", (date(2025, 4, 1), date(2025, 5, 1))),
 ])
 def test_a_plan_names_the_next_such_date_what_happened_the_last(text: str, expected: tuple[date, date]) -> None:
     assert days(event_span(text, MAY_10)) == expected

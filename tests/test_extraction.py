@@ -277,7 +277,8 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         ("我是做销售的", {"job": "销售"}),
         ("我在一家银行做会计", {"job": "会计"}), ("我在医院当护士", {"job": "护士"}), ("我在家做饭", {}),
         # the same after a first clause that dropped the 我 ("我叫李雷，在上海一家外企做产品经理")
-        ("我叫李雷，在上海一家外企做产品经理", {"name": "李雷", "job": "产品经理"}), ("我叫李雷，在家做饭", {"name": "李雷"}),
+        ("我叫李雷，在上海一家外企做产品经理", {"name": "李雷", "job": "产品经理"}),
+        ("我叫李雷，在家做饭", {"name": "李雷"}),
         ("我妈妈叫张兰，在医院当护士", {"family:妈妈": "张兰"}),
         # English: a name introducing the user, a kin's or pet's name right after the word, a job's place and city
         ("Hi! I'm Sarah, I work as a nurse at St. Mary's hospital in Boston.",
@@ -297,7 +298,8 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         ("I miss my mom She passed away last year", {}), ("my son Jack Loves pizza", {}), ("My dog Has cancer", {}),
         ("My daughter April is 5", {"family:daughter": "April"}), ("I'm a nurse for 10 years", {"job": "nurse"}),
         ("I'm a caregiver for my mom", {"job": "caregiver"}), ("I'm a customer at Chase", {}),
-        ("I'm a student at the moment", {"job": "student"}), ("I'm a nurse for Kaiser", {"job": "nurse", "workplace": "Kaiser"}),
+        ("I'm a student at the moment", {"job": "student"}),
+        ("I'm a nurse for Kaiser", {"job": "nurse", "workplace": "Kaiser"}),
         ("I work at Google but I live in Boston", {"workplace": "Google", "home_city": "Boston"}),
         ("I work at Google and my wife works in Boston", {"workplace": "Google"}), ("I work for myself", {}),
         # a name after a greeting, where one studies and what, a birthday said the other way round, foods not eaten
@@ -314,6 +316,8 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         ("我是学这个专业的", {}), ("我妈希望我学医学专业", {}), ("My major is probably the worst choice", {}),
         ("12月3号是我的生日吗", {}), ("I don't eat out much", {}), ("I can't eat another bite", {}),
         ("I don't eat there anymore", {}), ("我不能吃辣", {"pref:辣": "辣"}),
+        ("I don't eat any meat", {"diet": "no meat"}), ("I don't eat any dairy", {"pref:dairy": "dairy"}),
+        ("我学计算机专业", {"major": "计算机"}), ("你好，我是李春生", {"name": "李春生"}), ("我不能吃太多", {}),
         ("我在公司做项目", {}), ("我在做作业", {}),  # 做/当 an occupation only
         ("我是护士长", {"job": "护士长"}), ("我是销售总监", {"job": "销售总监"}),
         ("我是我们学校的校长", {"job": "校长"}), ("我是班长", {}), ("我是家长", {}), ("我是篮球队队长", {}),
@@ -335,12 +339,14 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         # a pet by its breed alone (memory/pets.py)
         ("我家金毛叫豆豆", {"pet:金毛": "豆豆"}), ("我家的布偶猫叫雪球", {"pet:布偶猫": "雪球"}),
         ("I have a golden retriever called Max", {"pet:golden retriever": "Max"}),
-        ("my corgi's name is Biscuit", {"pet:corgi": "Biscuit"}), ("We adopted a husky named Luna", {"pet:husky": "Luna"}),
+        ("my corgi's name is Biscuit", {"pet:corgi": "Biscuit"}),
+        ("We adopted a husky named Luna", {"pet:husky": "Luna"}),
         ("我女儿的猫叫咪咪", {}), ("我妈的猫叫咪咪", {}), ("我有只金毛叫豆豆", {}), ("我被狗叫吓到了", {}),
         ("我家金毛狗叫豆豆", {"pet:金毛狗": "豆豆"}), ("our tabby cat is called Tom", {"pet:tabby cat": "Tom"}),
         # a clause naming someone else: what follows is not the user's (found in review)
         ("我表哥叫李明，在银行做会计", {}), ("我有个朋友叫小张，在腾讯做程序员", {}),
-        ("我家金毛叫豆豆，今年三岁了", {"pet:金毛": "豆豆"}), ("我的名字叫王芳，住在杭州", {"name": "王芳", "home_city": "杭州"}), ("我养了一盆花叫小绿", {}),
+        ("我家金毛叫豆豆，今年三岁了", {"pet:金毛": "豆豆"}),
+        ("我的名字叫王芳，住在杭州", {"name": "王芳", "home_city": "杭州"}), ("我养了一盆花叫小绿", {}),
         ("我家的狗叫得很凶", {}), ("我家猫叫个不停", {}),  # 叫 is the sound
         # health and diet: what an assistant must not get wrong
         ("我对花生过敏", {"allergy:花生": "花生"}), ("I'm allergic to peanuts", {"allergy:peanuts": "peanuts"}),

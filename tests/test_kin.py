@@ -41,8 +41,10 @@ def test_a_group_word_is_not_widened_but_says_what_is_about_it() -> None:
     assert not any(pets.search(t) for t in ["今天看了熊猫", "吃了个热狗", "猫头鹰"])  # found in review
     assert pets.search("我养了一只柯基") and pets.search("我家的布偶猫")  # breeds are pets
     dog = about(tokenize("我的狗最近怎么样"))
-    assert dog is not None and dog.search("我家柯基生病了") and dog.search("哈士奇又拆家了") and not dog.search("我家布偶猫")
-    assert not any(dog.search(t) for t in ["我买了个泰迪熊", "下个月去阿拉斯加旅游", "他染了一头金毛"])  # said otherwise
+    assert dog is not None and dog.search("我家柯基生病了") and dog.search("哈士奇又拆家了")
+    assert not dog.search("我家布偶猫")
+    said_otherwise = ["我买了个泰迪熊", "下个月去阿拉斯加旅游", "他染了一头金毛"]
+    assert not any(dog.search(t) for t in said_otherwise)
     assert not any(family.search(t) for t in ["那个小哥哥很帅", "隔壁的老太太", "我爱人民", "大丈夫能屈能伸", "姑妈家"])
     for other in ["我的家庭住址是什么", "我们团队有几个成员", "家里的wifi密码是多少", "我住在杭州"]:
         assert about(tokenize(other)) is None, other  # jieba's sub-words of 家庭成员 stand for no kin

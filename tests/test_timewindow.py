@@ -406,8 +406,11 @@ def week(y, m, d):
         ("去年5月20日", day(2023, 5, 20)), ("今年的二月", (date(2024, 2, 1), date(2024, 3, 1), "month")),
         ("April next year", (date(2025, 4, 1), date(2025, 5, 1), "month")),
         ("What did I do in March of last year?", (date(2023, 3, 1), date(2023, 4, 1), "month")),
-        ("去年三月初", (date(2023, 3, 1), date(2023, 3, 11), "range")), ("去年 3 月", (date(2023, 3, 1), date(2023, 4, 1), "month")),
+        ("去年三月初", (date(2023, 3, 1), date(2023, 3, 11), "range")),
+        ("去年 3 月", (date(2023, 3, 1), date(2023, 4, 1), "month")),
         ("I joined the march last year", (date(2023, 1, 1), date(2024, 1, 1), "year")),  # a march, not March
+        ("去年三月一直在忙", (date(2023, 3, 1), date(2023, 4, 1), "month")),  # a number after it is no day
+        ("去年3月2个人去了日本", (date(2023, 3, 1), date(2023, 4, 1), "month")), ("去年3月20", day(2023, 3, 20)),
         ("三天后我要考试", day(2024, 3, 17)),
         ("三天后我要考试了", day(2024, 3, 17)),
         ("我查一下周三的会议", day(2024, 3, 13)),  # 一下 + 周三: the last Wednesday, not next week's
