@@ -229,6 +229,11 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((slot, re.compile(patter
 keys; ``x:`` for every ``x:<what>``)."""
 _FAMILY_SLOT = re.compile(rf"我(?:的)?(?P<zh>{_MY_FAMILY_ZH}){_NAMED_ZH}|\bmy (?P<en>{_MY_FAMILY_EN}){_NAMED_EN}"
                           rf"|\bwho is my (?P<who>{_MY_FAMILY_EN})\b", re.I)
+_KIN_BIRTHDAY_SLOT = re.compile(
+    rf"我(?:的|家)?(?P<zh>{_MY_PARTNER_ZH}|{_MY_FAMILY_ZH}|妈|爸)的?生日(?:是)?(?:哪天|什么时候|几月几号|几号|(?:吗|呢)?\W*$)"
+    rf"|\bwhen(?:'s| is) my (?P<en>{_MY_PARTNER_EN}|{_MY_FAMILY_EN})'s birthday\b", re.I)
+"""A family member's birthday asked for (我妈的生日是哪天, "When is my mom's birthday?"): ``birthday:<relation>`` by
+any of its names."""
 _PET_SLOT = re.compile(rf"我(?:的|家的?)?(?:(?!的)[\u4e00-\u9fff]){{0,2}}?(?P<zh>{_MY_PET_ZH}){_NAMED_ZH}"
                        rf"|\bmy (?:[a-z]+ )?(?P<en>{_MY_PET_EN}){_NAMED_EN}", re.I)
 """A family member's or a pet's name asked for: the slot is ``family:<relation>`` / ``pet:…<animal>`` by any of its
@@ -253,6 +258,9 @@ def asks_slot(query: str) -> tuple[str, ...]:
             slots += [f"family:{n}" for n in kids]
         else:
             slots += [f"family:{n}" for n in names_of(relation)]
+    kin_birthday = _KIN_BIRTHDAY_SLOT.search(query)
+    if kin_birthday:
+        slots += [f"birthday:{n}" for n in names_of((kin_birthday["zh"] or kin_birthday["en"]).lower())]
     pet = _PET_SLOT.search(query)
     if pet:
         animal = (pet["zh"] or pet["en"]).lower()

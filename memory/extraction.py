@@ -472,6 +472,22 @@ def _en_job(m: re.Match[str]) -> Extracted | None:
     return _fact("job", v, f"The user is {article} {v}")
 
 
+def _kin_birthday(m: re.Match[str], zh: bool) -> Extracted | None:
+    """我妈的生日是3月3号, "My mom's birthday is March 3rd": a family member's birthday (``birthday:<relation>``)."""
+    rel = {"妈": "妈妈", "爸": "爸爸"}.get(m["r"].lower(), m["r"].lower())
+    if zh:
+        v = _clean_zh(m["v"], re.compile(r"出生|生日|了|啦|哦|[，,。！!？?]"), max_len=16)
+        text = f"用户的{rel}的生日是{v}"
+    else:
+        v = _clean_en(m["v"], max_words=4)
+        text = f"The user's {rel}'s birthday is {v}"
+    return _fact(f"birthday:{rel}", v, text) if _DATE_LIKE.search(v) else None  # not "coming up next week"
+
+
+_DATE_LIKE = re.compile(r"\d|[月号號日]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)")
+"""A birthday's value names a date (3月3号, 三月三日, "March 3rd", "the 5th"), not "coming up"."""
+
+
 def _en_birthday(m: re.Match[str]) -> Extracted | None:
     v = _clean_en(m["v"], max_words=4)
     return _fact("birthday", v, f"The user's birthday is {v}")
@@ -564,6 +580,9 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     ),
     (re.compile(rf"我的?生日(?:是|在)(?P<v>{_ZH_VALUE}{{1,16}})"), _zh_birthday),
     (re.compile(r"(?<![\d月])(?P<v>\d{1,2}月\d{1,2}[日号])是我的?生日(?![吗吧呢？?])"), _zh_birthday),
+    (re.compile(rf"我(?:的|家)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|妈|爸)的?生日(?:是|在)(?P<v>{_ZH_VALUE}{{1,16}}?)"
+                r"(?=[，,。！!；;~\s]|$)"),
+     lambda m: _kin_birthday(m, zh=True)),
     # 你好，我是小雨: a short name right after a greeting (我是 alone also says what one is: 我是学生)
     (re.compile(r"(?:你好|您好|嗨|哈喽|hi|hello)[，,！!。~\s]*我是(?P<v>[\u4e00-\u9fff]{2,3})(?=[，,。！!~\s]|$)",
                 re.I),
@@ -698,6 +717,11 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     (
         re.compile(rf"(?i:\bmy age is\s+(?P<v>\d{{1,3}})\b|{_EN_WHO} just turned\s+(?P<w>\d{{1,3}})\b)"),
         _age_words,
+    ),
+    (
+        re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY})'s birthday is(?: on)?)\s+"
+                   rf"(?P<v>{_EN_VALUE}{{1,40}})"),
+        lambda m: _kin_birthday(m, zh=False),
     ),
     (
         re.compile(rf"(?i:\bmy birthday is(?: on)?|{_EN_WHO} was born on)\s+(?P<v>{_EN_VALUE}{{1,40}})"),

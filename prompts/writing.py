@@ -9,7 +9,8 @@ Use these keys (slots) so that a new value replaces the old one:
 - name, age, birthday, home_city (where the user lives now), hometown, workplace (employer), \
 work_city, job (occupation), school, major (field of study), diet, partner (their name), family:<relation> and \
 pet:<animal> \
-(their names: family:女儿, pet:dog), allergy:<what> (allergy:花生), learning:<what>
+(their names: family:女儿, pet:dog), birthday:<relation> (a family member's birthday: birthday:妈妈), \
+allergy:<what> (allergy:花生), learning:<what>
 - pref:<topic> for likes and dislikes, with polarity "likes" or "dislikes" (one slot per topic, so \
 "I don't like jazz anymore" replaces "I like jazz": key pref:jazz, polarity dislikes)
 - favorite:<category> for "my favourite <category> is <value>" (polarity likes)

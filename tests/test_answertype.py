@@ -324,10 +324,14 @@ def test_a_question_about_plans_lists_what_lies_ahead_soonest_first(backend: str
     ("我有什么忌口吗？", ("diet",)), ("What foods don't I eat?", ("diet",)),
     ("孕妇有什么忌口", ()), ("狗狗有什么忌口", ()), ("What dietary supplements should I take?", ()),
     ("Do I have any dietary restrictions?", ("diet",)), ("我读什么专业好", ()),
+    ("我妈妈的生日是哪天", ("birthday:妈妈", "birthday:mother", "birthday:mom", "birthday:mum", "birthday:母亲",
+                           "birthday:妈", "birthday:我妈", "birthday:老妈")),
+    ("When's my wife's birthday?", ("birthday:wife", "birthday:老婆", "birthday:妻子", "birthday:爱人", "birthday:太太",
+                                    "birthday:媳妇")),
     ("我有哪些忌口", ("diet",)), ("我吃东西有什么忌口吗", ("diet",)), ("我学什么专业的好", ()),
     # statements, another person's slot, the assistant's, and what is not a name or a slot (found in review)
     ("我叫王小明", ()), ("My name is Anna", ()), ("我的工作很累", ()), ("我老婆叫小红", ()), ("你叫什么名字", ()),
-    ("我妈妈的生日是哪天", ()), ("What did Caroline say?", ()), ("我女儿是什么时候出生的？", ()),
+    ("What did Caroline say?", ()), ("我女儿是什么时候出生的？", ()),
     ("我老婆是什么星座", ()),
     ("我哥的狗叫什么", ()), ("我叫什么外卖好", ()), ("My mom called me today, what should I say?", ()),
     ("我住哪个酒店", ()), ("我多大的时候学会游泳的", ()), ("我生日那天去哪吃饭", ())])
@@ -395,6 +399,16 @@ def test_a_student_s_school_major_diet_and_state_are_found(tmp_path: Path) -> No
     assert said("我学什么专业的？")[0] == "用户的专业是计算机"
     assert said("我有什么忌口吗？")[0] == "用户不吃辣"
     assert said("我最近状态怎么样？")[0].startswith("用户倾诉了")  # the summary of what they confided
+
+
+@pytest.mark.slow  # loads the offline use-m3 model: the relevance floor is about a real embedder's cosines
+def test_a_family_member_s_birthday_is_theirs_not_the_user_s(tmp_path: Path) -> None:
+    _, said = said_days_ago("memory", tmp_path, [(40, "我的生日是5月1日"), (30, "我妈的生日是3月3号，我想给她准备礼物"),
+                                                 (20, "My wife's birthday is on June 5"), (5, "我最近在学吉他")], k=3)
+    assert said("我妈的生日是哪天？")[0] == "用户的妈妈的生日是3月3号"
+    assert said("When is my mom's birthday?")[0] == "用户的妈妈的生日是3月3号"  # in either language
+    assert said("我老婆的生日是什么时候？")[0] == "The user's wife's birthday is June 5"
+    assert said("我的生日是哪天？")[0] == "用户的生日是5月1日"  # the user's own, not the mother's
 
 
 @pytest.mark.slow  # loads the offline use-m3 model: the relevance floor is about a real embedder's cosines

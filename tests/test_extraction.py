@@ -316,6 +316,10 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         ("我是学这个专业的", {}), ("我妈希望我学医学专业", {}), ("My major is probably the worst choice", {}),
         ("12月3号是我的生日吗", {}), ("I don't eat out much", {}), ("I can't eat another bite", {}),
         ("I don't eat there anymore", {}), ("我不能吃辣", {"pref:辣": "辣"}),
+        # a family member's birthday, under birthday:<relation>; not a question, not a time that names no date
+        ("我妈的生日是3月3号，我想给她准备礼物", {"birthday:妈妈": "3月3号"}), ("我妈的生日是3月3号吗", {}),
+        ("My mom's birthday is March 3rd", {"birthday:mom": "March 3rd"}), ("我女儿的生日是下周", {}),
+        ("My daughter's birthday is coming up next week", {}),
         ("I don't eat any meat", {"diet": "no meat"}), ("I don't eat any dairy", {"pref:dairy": "dairy"}),
         ("我学计算机专业", {"major": "计算机"}), ("你好，我是李春生", {"name": "李春生"}), ("我不能吃太多", {}),
         ("我在公司做项目", {}), ("我在做作业", {}),  # 做/当 an occupation only
