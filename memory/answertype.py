@@ -117,7 +117,7 @@ _NOT_A_TOPIC = re.compile(
     r"|上个?月|这个?月|去年|今年|刚才|早上|上午|中午|下午|晚上|周末|明天|后天|下周|下个?月|明年|下次|接下来|哪里|哪儿|之后|以后|将来|未来|有|是|要|安排|计划|打算|行程|日程"
     r"|(?i:\b(?:i|we|you|me|us|do|did|can|could|remember|tell|please|again|so far|lately|recently|these days|"
     r"last|this|time|before|the other day|today|yesterday|week|weekend|month|year|ago|in|on|at|the|a|an|"
-    r"next|tomorrow|tonight|later|soon|coming|upcoming|are|is|what|my|to|have|plans?|schedule|agenda)\b)"
+    r"next|tomorrow|tonight|later|soon|coming|upcoming|are|is|what|my|to|for|during|have|plans?|schedule|agenda)\b)"
     r"|[\W\d_]")
 
 
@@ -151,10 +151,11 @@ def asks_recap(query: str, time_words: str = "") -> bool:
 
 _ASKS_PLANS = re.compile(
     r"(?:什么|哪些|啥)(?:安排|计划|打算|行程|日程|待办|事要做)|(?:安排|计划|打算|行程|日程)(?:是什么|有哪些|是啥|呢)"
-    r"|(?:要|得|准备|打算|接下来)(?:做|干|去)(?:什么|啥|哪(?:里|儿)?|嘛)|说过要(?:做|干|去)(?:什么|啥|哪(?:里|儿)?|嘛)"
+    r"|(?:要|得|准备|打算|接下来)(?:做|干|去)(?:什么|啥|哪(?:里|儿)?|嘛)(?:旅行|旅游|玩)?|说过要(?:做|干|去)(?:什么|啥|哪(?:里|儿)?|嘛)"
     r"|(?i:\bwhat are my plans\b|\bwhat(?:'s| is) (?:my (?:plan|schedule|agenda)|on my (?:schedule|agenda|calendar)"
     r"|coming up|next for me)\b|\bwhat (?:am i|do i have) (?:doing|planned|going to do|coming up|scheduled|on)\b"
-    r"|\bwhat did i (?:say|tell you) i (?:would|was going to|will)\b|\bwhere am i going\b"
+    r"|\bwhat did i (?:say|tell you) i (?:would|was going to|will)\b"
+    r"|\bwhere am i (?:going|travell?ing|flying|heading|off to)(?: to)?\b"
     r"|\bam i going anywhere\b|\bwhat do i (?:need|have) to do\b)")
 """A question about what the user plans or has ahead ("我接下来有什么安排？", "我下周有什么计划", "我之前说过要做什么",
 "What are my plans?", "What do I have coming up?"): answered by the memories that tell of an event still ahead
@@ -230,14 +231,32 @@ keys; ``x:`` for every ``x:<what>``)."""
 _FAMILY_SLOT = re.compile(rf"我(?:的)?(?P<zh>{_MY_FAMILY_ZH}){_NAMED_ZH}|\bmy (?P<en>{_MY_FAMILY_EN}){_NAMED_EN}"
                           rf"|\bwho is my (?P<who>{_MY_FAMILY_EN})\b", re.I)
 _KIN_BIRTHDAY_SLOT = re.compile(
-    rf"我(?:的|家)?(?P<zh>{_MY_PARTNER_ZH}|{_MY_FAMILY_ZH}|妈|爸)的?生日(?:是)?(?:哪天|什么时候|几月几号|几号|(?:吗|呢)?\W*$)"
-    rf"|\bwhen(?:'s| is) my (?P<en>{_MY_PARTNER_EN}|{_MY_FAMILY_EN})'s birthday\b", re.I)
+    rf"我(?:的|家)?(?P<zh>{_MY_PARTNER_ZH}|{_MY_FAMILY_ZH}|老妈|老爸|妈|爸|哥|姐|弟|妹)的?生日(?:是|在)?"
+    r"(?:哪天|哪一天|什么时候|啥时候|哪个月|几月(?:几[号日])?|几号|(?:你)?(?:还)?记得吗|是不是|(?:吗|呢)?\W*$)"
+    rf"|\b(?:when(?:'s| is| was)|what(?:'s| is| was)(?: the date of)?|what date is|when) my "
+    rf"(?P<en>{_MY_PARTNER_EN}|{_MY_FAMILY_EN})'s birthday\b"
+    r"(?!\s+(?:gifts?|presents?|part(?:y|ies)|dinners?|lunch(?:es)?|brunch|cakes?|cards?|celebrations?|trips?"
+    r"|plans?|bash|surprise|wish(?:es)?|ideas?)\b)", re.I)
 """A family member's birthday asked for (我妈的生日是哪天, "When is my mom's birthday?"): ``birthday:<relation>`` by
 any of its names."""
 _PET_SLOT = re.compile(rf"我(?:的|家的?)?(?:(?!的)[\u4e00-\u9fff]){{0,2}}?(?P<zh>{_MY_PET_ZH}){_NAMED_ZH}"
                        rf"|\bmy (?:[a-z]+ )?(?P<en>{_MY_PET_EN}){_NAMED_EN}", re.I)
 """A family member's or a pet's name asked for: the slot is ``family:<relation>`` / ``pet:…<animal>`` by any of its
 names (``kin.names_of``: 女儿 is also daughter), not any family member or pet ("我的狗叫什么" is not the cat)."""
+
+
+_SHORT_KIN = {"哥": "哥哥", "姐": "姐姐", "弟": "弟弟", "妹": "妹妹"}
+"""Short names of kin that are no name of their own in ``kin`` (我哥 is 哥哥)."""
+
+
+def _relations(relation: str) -> tuple[str, ...]:
+    """Every name a fact about the family member ``relation`` may be kept under: its names in ``kin``, and for a
+    child, a son's and a daughter's too (我孩子 is 儿子 or 女儿)."""
+    from mneme.memory.kin import names_of
+
+    if relation in ("kid", "kids", "孩子", "宝宝", "baby"):
+        return ("孩子", "宝宝", "kid", "kids", "baby", *names_of("son"), *names_of("daughter"))
+    return names_of(relation)
 
 
 def asks_slot(query: str) -> tuple[str, ...]:
@@ -253,14 +272,11 @@ def asks_slot(query: str) -> tuple[str, ...]:
     family = _FAMILY_SLOT.search(query)
     if family:
         relation = (family["zh"] or family["en"] or family["who"]).lower()
-        if relation in ("kid", "kids", "孩子", "宝宝", "baby"):
-            kids = ("孩子", "宝宝", "kid", "kids", "baby", *names_of("son"), *names_of("daughter"))
-            slots += [f"family:{n}" for n in kids]
-        else:
-            slots += [f"family:{n}" for n in names_of(relation)]
+        slots += [f"family:{n}" for n in _relations(relation)]
     kin_birthday = _KIN_BIRTHDAY_SLOT.search(query)
     if kin_birthday:
-        slots += [f"birthday:{n}" for n in names_of((kin_birthday["zh"] or kin_birthday["en"]).lower())]
+        relation = (kin_birthday["zh"] or kin_birthday["en"]).lower()
+        slots += [f"birthday:{n}" for n in _relations(_SHORT_KIN.get(relation, relation))]
     pet = _PET_SLOT.search(query)
     if pet:
         animal = (pet["zh"] or pet["en"]).lower()

@@ -199,6 +199,11 @@ def _zh_work(m: re.Match[str]) -> Extracted | None:
     return _fact("workplace", v, f"用户在{v}工作")
 
 
+_ZH_NOT_REAL = r"(?!梦里|梦中|游戏里|游戏中|剧里|戏里)"
+"""我在梦里当医生, 我在游戏里当医生: no occupation."""
+_ZH_NOT_A_PLACE = rf"{_ZH_NOT_REAL}(?![这那哪]|家里?(?:做|当)|家乡|老家)"
+"""Where one works: not 这里/那边 (no place named) or 家 (我在家当全职妈妈: at home)."""
+
 _ZH_NOT_JOB = re.compile(r"很|挺|比较|特别|非常|有点|(?:人|女孩|男孩|女生|男生|孩子|家伙|性格)$")
 """我是一个很懒的人, 我是个爱笑的女孩: a description of the person, not an occupation."""
 
@@ -243,8 +248,8 @@ def _age(m: re.Match[str], zh: bool) -> Extracted | None:
 
 
 def _zh_birthday(m: re.Match[str]) -> Extracted | None:
-    v = _clean_zh(m["v"], re.compile(r"出生|生日|了|啦|哦"), max_len=16)
-    return _fact("birthday", v, f"用户的生日是{v}")
+    v = _date_at_start(m, zh=True)  # a date, not 下个月
+    return _fact("birthday", v, f"用户的生日是{v}") if v else None
 
 
 _ZH_JOBS = (
@@ -420,6 +425,36 @@ def _en_work(m: re.Match[str]) -> Extracted | None:
     return _fact("workplace", v, f"The user works at {v}")
 
 
+_NOT_TAUGHT = re.compile(r"\b(?:my|our|his|her|their|him|them|me|us|kids|children|son|daughter|myself|you|it)\b", re.I)
+""""I teach my kids at home": not an occupation."""
+
+
+def _en_teach(m: re.Match[str], part: str) -> Extracted | None:
+    """"I teach math at a high school in Denver": the job (a math teacher), where (a high school) and the city."""
+    subject = (m["subj"] or "").strip()
+    if _NOT_TAUGHT.search(subject):
+        return None
+    if part == "job":
+        subject = "" if re.fullmatch(r"(?i)(?:some )?(?:class|lesson|course|student|people)e?s?", subject) else subject
+        v = f"{subject} teacher".strip()
+        return _fact("job", v, f"The user is a {v}")
+    place = (m["v"] or "").strip()
+    if not place:
+        return None
+    if m["prep"].lower() == "at":  # "at a high school in Denver"
+        parts = _EN_IN_CITY.split(place, maxsplit=1)
+        at, city = parts[0].strip(), (parts[1] if len(parts) > 1 else "")
+    else:  # "in Boston"
+        at, city = "", place
+    if part == "workplace":
+        v = _clean_en(at)
+        if not v or v.casefold() in _NOT_A_WORKPLACE or re.match(r"(?:\d|my |home)", v, re.I):
+            return None
+        return _fact("workplace", v, f"The user works at {v}")
+    city = _clean_en(city, max_words=3)
+    return _fact("work_city", city, f"The user works in {city}") if city[:1].isupper() else None
+
+
 _NOT_A_WORKPLACE = frozenset({"home", "night", "nights", "the moment", "the weekend", "weekends", "heart", "life"})
 
 
@@ -472,25 +507,77 @@ def _en_job(m: re.Match[str]) -> Extracted | None:
     return _fact("job", v, f"The user is {article} {v}")
 
 
+_NOT_A_SPAN = r"(?![\d./-]|\s*(?:周|天|个|月|年|星期|(?i:weeks?|days?|months?|years?)\b))"
+"""A numeric date ends there: not 2-3周后, 1-2个月, "2/3 weeks away"."""
+_ZH_DATE = re.compile(
+    r"在?(?P<d>(?:每年的?)?(?:(?:农历|阴历|公历|阳历)的?)?"
+    rf"(?:\d{{4}}[./-]\d{{1,2}}[./-]\d{{1,2}}{_NOT_A_SPAN}|(?:\d{{2,4}}年)?"
+    r"(?:(?:\d{1,2}|十[一二]?|[一二三四五六七八九]|正|腊|冬)月"
+    r"(?:\d{1,2}[日号號]?|初[一二三四五六七八九十]|[一二三四五六七八九十廿]{1,3}[日号號]?)?"
+    rf"|\d{{1,2}}[日号號]|初[一二三四五六七八九十]|\d{{1,2}}[./-]\d{{1,2}}{_NOT_A_SPAN}"
+    r"|(?:春节|除夕|元旦|元宵节?|端午节?|中秋节?|七夕|国庆节?|圣诞节?|平安夜|情人节|儿童节|劳动节|母亲节|父亲节|教师节"
+    r"|(?:五一|十一|六一)(?![月日号號点])(?:劳动节|儿童节|国庆节)?))))"
+)
+"""A date said in Chinese at a value's start: 3月3号, 三月三日, (在)农历八月十五, 正月初八, 12.3, 1990-03-05,
+中秋节, 五一; not 下个月, 下周日, 月底, 同一个月 (a time that names no day of the year) or 2-3周后."""
+
+_MONTH_EN = (r"(?:January|February|March|April|May|June|July|August|September|October|November|December"
+             r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.?")
+_EN_HOLIDAY = (r"Christmas(?: Day| Eve)?|New Year'?s(?: Day| Eve)?|Valentine'?s Day|Halloween|Thanksgiving"
+               r"|Independence Day|the Fourth of July|St\.? Patrick'?s Day")
+_EN_DATE = re.compile(
+    rf"(?:(?:in|on)\s+)?(?P<d>(?:(?i:(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_EN}"
+    rf"|{_MONTH_EN}\s+(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?(?![\d:])"
+    rf"|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)(?!\s+(?:grade|place|time|floor|year|day|week)\b|\s+of\s+(?:next|this)\b)"
+    rf"|\d{{4}}[./-]\d{{1,2}}[./-]\d{{1,2}}{_NOT_A_SPAN}|\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?{_NOT_A_SPAN}"
+    rf"|(?:January|February|April|June|July|August|September|October|November|December)\b|{_EN_HOLIDAY})"
+    rf"|(?:May|March)(?![a-z]|\s+(?:be|have|not|I|we|you|he|she|they)\b))(?:,?\s+\d{{4}}\b)?)"
+)
+"""A date said in English at a value's start: "March 3rd", "the 5th of May", "3 March 1990", "12/3", "in june",
+"Christmas" (May and March alone capitalised: "may be" is not May); not "in 2 weeks", "coming up next week", "the
+3rd grade" or "the 3rd of next month"."""
+
+_ASKED_IN_CLAUSE = re.compile(r"[?？]|吗|嗎|么|对吧|对不对|是吧|是吗|是不是|来着|还是|(?i:\bor\b)|^\s*吧|不\s*$")
+_TAG_QUESTION = re.compile(r"\s*(?:对吧|对不对|是吧|是吗|是不是|没错吧|(?i:right|isn't it|is it|correct|yes))\s*[?？]")
+_CLAUSE_END = re.compile(r"[，,。！!；;\n]")
+
+
+def _date_at_start(m: re.Match[str], zh: bool) -> str:
+    """The date the value ``m["v"]`` starts with (its span only: not "3月3号我想给她准备礼物"'s rest), or "" when it
+    starts with none or the date is asked about: in its clause (3月3号吗, 3月3号还是4月3号？, "May 1st or 2nd?") or
+    by a tag after it (3月3号，对吧？ "March 3rd, right?"); 3月3号呢，和劳动节同一天 is said, not asked."""
+    start = len(m["v"]) - len(m["v"].lstrip())
+    rest = m.string[m.start("v") + start:]
+    date = _ZH_DATE.match(rest) if zh else _EN_DATE.match(rest)
+    if not date:
+        return ""
+    after = rest[date.end():]
+    cut = _CLAUSE_END.search(after)
+    clause, following = (after[:cut.start()], after[cut.end():]) if cut else (after, "")
+    if _ASKED_IN_CLAUSE.search(clause) or _TAG_QUESTION.match(following):
+        return ""
+    return date["d"]
+
+
+_ZH_KIN_SHORT = {"妈": "妈妈", "老妈": "妈妈", "爸": "爸爸", "老爸": "爸爸", "哥": "哥哥", "姐": "姐姐", "弟": "弟弟",
+                 "妹": "妹妹"}
+"""Short names of kin (我妈, 我哥), kept under the full one."""
+
+
 def _kin_birthday(m: re.Match[str], zh: bool) -> Extracted | None:
-    """我妈的生日是3月3号, "My mom's birthday is March 3rd": a family member's birthday (``birthday:<relation>``)."""
-    rel = {"妈": "妈妈", "爸": "爸爸"}.get(m["r"].lower(), m["r"].lower())
-    if zh:
-        v = _clean_zh(m["v"], re.compile(r"出生|生日|了|啦|哦|[，,。！!？?]"), max_len=16)
-        text = f"用户的{rel}的生日是{v}"
-    else:
-        v = _clean_en(m["v"], max_words=4)
-        text = f"The user's {rel}'s birthday is {v}"
-    return _fact(f"birthday:{rel}", v, text) if _DATE_LIKE.search(v) else None  # not "coming up next week"
-
-
-_DATE_LIKE = re.compile(r"\d|[月号號日]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)")
-"""A birthday's value names a date (3月3号, 三月三日, "March 3rd", "the 5th"), not "coming up"."""
+    """我妈的生日是3月3号, "My mom's birthday is March 3rd": a family member's birthday (``birthday:<relation>``), a
+    date only (not "coming up next week")."""
+    rel = _ZH_KIN_SHORT.get(m["r"], m["r"].lower())
+    v = _date_at_start(m, zh)
+    if not v:
+        return None
+    text = f"用户的{rel}的生日是{v}" if zh else f"The user's {rel}'s birthday is {v}"
+    return _fact(f"birthday:{rel}", v, text)
 
 
 def _en_birthday(m: re.Match[str]) -> Extracted | None:
-    v = _clean_en(m["v"], max_words=4)
-    return _fact("birthday", v, f"The user's birthday is {v}")
+    v = _date_at_start(m, zh=False)
+    return _fact("birthday", v, f"The user's birthday is {v}") if v else None
 
 
 def _en_like(m: re.Match[str]) -> Extracted | None:
@@ -580,8 +667,11 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     ),
     (re.compile(rf"我的?生日(?:是|在)(?P<v>{_ZH_VALUE}{{1,16}})"), _zh_birthday),
     (re.compile(r"(?<![\d月])(?P<v>\d{1,2}月\d{1,2}[日号])是我的?生日(?![吗吧呢？?])"), _zh_birthday),
-    (re.compile(rf"我(?:的|家)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|妈|爸)的?生日(?:是|在)(?P<v>{_ZH_VALUE}{{1,16}}?)"
-                r"(?=[，,。！!；;~\s]|$)"),
+    # 我妈的生日是3月3号，我的是5月1号: the user's own, said after another's
+    (re.compile(rf"生日(?:是|在)[^。！？!?]{{1,20}}?[，,、]\s*(?:而)?我的(?:是|在)(?P<v>{_ZH_VALUE}{{1,16}})"),
+     _zh_birthday),
+    (re.compile(rf"我(?:的|家)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|老妈|老爸|妈|爸|哥|姐|弟|妹)的?生日(?:是|在)"
+                rf"(?P<v>{_ZH_VALUE}{{1,24}})"),
      lambda m: _kin_birthday(m, zh=True)),
     # 你好，我是小雨: a short name right after a greeting (我是 alone also says what one is: 我是学生)
     (re.compile(r"(?:你好|您好|嗨|哈喽|hi|hello)[，,！!。~\s]*我是(?P<v>[\u4e00-\u9fff]{2,3})(?=[，,。！!~\s]|$)",
@@ -596,8 +686,13 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     (re.compile(rf"我(?:现在|目前)?{_ZH_IS}(?P<v>{_ZH_JOB_TITLE})"), _zh_job),
     (re.compile(rf"我(?:现在|目前)?是做(?P<v>{_ZH_VALUE}{{1,10}}?)的"), _zh_did_job),
     # 我在一家银行做会计, 我在医院当护士: the job after 做/当 only when it is an occupation (我在家做饭 is not)
-    (re.compile(rf"我(?:现在|目前)?在(?:一家|一个|一所)?[\u4e00-\u9fff]{{1,10}}?(?:做|当)(?P<v>{_ZH_JOB_TITLE})"),
+    (re.compile(rf"我(?:现在|目前)?在{_ZH_NOT_REAL}(?:一家|一个|一所)?[\u4e00-\u9fff]{{1,10}}?(?:做|当)"
+                rf"(?P<v>{_ZH_JOB_TITLE})"),
      _zh_job),
+    # … and where: 我在上海一家医院当护士 (workplace 上海一家医院), 我在北京当老师 (work_city 北京)
+    (re.compile(rf"我(?:现在|目前)?在{_ZH_NOT_A_PLACE}(?:一家|一个|一所)?(?P<v>[\u4e00-\u9fff]{{1,10}}?)(?:做|当)"
+                rf"(?:{_ZH_JOB_TITLE})"),
+     _zh_work),
     (re.compile(rf"我的?老家(?:是|在)(?P<v>[^{_ZH_BREAK}的]{{1,12}}?)(?:的|人)?(?=[{_ZH_BREAK}]|$)"), _zh_hometown),
     (re.compile(rf"我(?:的|家的?|家里的?)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|{_ZH_MY_PET})(?:的名字)?"
                 rf"(?:叫|名叫|是叫|名字是)(?P<v>{_ZH_VALUE}{{1,8}})"),
@@ -704,6 +799,10 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         _en_job,
     ),
     (re.compile(rf"(?i:{_EN_WHO}\s+work\s+as\s+an?)\s+(?P<v>{_EN_VALUE}{{1,60}})"), _en_job),
+    *((re.compile(rf"(?i:{_EN_WHO}(?:\s+(?:currently|now|still|also))?\s+teach)\s+"
+                  r"(?P<subj>(?!(?i:at|in)\b)[A-Za-z]+(?:\s+(?!(?i:at|in|to|for|and)\b)[a-z]+)?)?"
+                  r"(?:\s*(?P<prep>\b(?i:at|in))\s+(?P<v>[^,.;!?()\n]{1,60}))?(?=[,.;!?\n]|$)"),
+       lambda m, part=part: _en_teach(m, part)) for part in ("job", "workplace", "work_city")),
     (re.compile(rf"(?i:\bmy major is|{_EN_WHO}(?:'m| am)? major(?:ing)? in)\s+(?P<v>{_EN_VALUE}{{1,40}})"),
      lambda m: _major(_EN_AT_PLACE.split(m["v"], maxsplit=1)[0], zh=False)),
     (
@@ -719,12 +818,18 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         _age_words,
     ),
     (
-        re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY})'s birthday is(?: on)?)\s+"
+        re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}))(?: [A-Z][a-z]+)?"
+                   r"(?i:'s birthday is(?: on)?)\s+"
                    rf"(?P<v>{_EN_VALUE}{{1,40}})"),
         lambda m: _kin_birthday(m, zh=False),
     ),
     (
         re.compile(rf"(?i:\bmy birthday is(?: on)?|{_EN_WHO} was born on)\s+(?P<v>{_EN_VALUE}{{1,40}})"),
+        _en_birthday,
+    ),
+    (  # "My mom's birthday is March 3rd and mine is May 1st": the user's own, said after another's
+        re.compile(rf"(?i:birthday is[^.;!?]{{1,40}}?\b(?:and|but|while) mine is(?: on)?)\s+"
+                   rf"(?P<v>{_EN_VALUE}{{1,40}})"),
         _en_birthday,
     ),
     (

@@ -295,8 +295,9 @@ class MemoryService:
             logger.debug("dropping %d stale keyword entries", len(stale))
             self.indexed.drop_stale(stale)
         floors = self._null_baseline().floors(vector)  # per form of item: episodes, facts, documents
+        feeling = asks_feeling(query)
         pending = self._queued_by_meaning(user_id, vector, pending, floors, list(dense_scores.values()), opts,
-                                          made_in=span)
+                                          made_in=span, feeling=feeling)
         if not records and not pending:
             return []
         candidates = [Candidate(rec, dense_scores.get(rid), keyword_scores.get(rid)) for rid, rec in records.items()]
@@ -304,7 +305,7 @@ class MemoryService:
         strict = opts.relevance_floor  # applied below, once documents are judged by their sentences too
         ranked = rank(candidates, replace(opts, relevance_floor=False), now=now, window=window,
                       forgetting=self.forgetting, baseline=floors, asks_when=asks_when(query),
-                      asks_feeling=asks_feeling(query), asks_profile=profile, recap=span, ahead=ahead, kin=kin,
+                      asks_feeling=feeling, asks_profile=profile, recap=span, ahead=ahead, kin=kin,
                       slots=slots)
         if strict:  # a memory under the floor is dropped before it can lift a neighbour (documents: judged below)
             ranked = [it for it in ranked if it.source == "document" or it.signals.get("relevant", 1.0) > 0]
@@ -380,13 +381,16 @@ class MemoryService:
 
     def _queued_by_meaning(self, user_id: str, vector: Sequence[float], hits: list[tuple[JournalEntry, float]],
                            floors: dict[Form, float], dense: list[float], opts: RecallOptions,
-                           made_in: TimeWindow | None = None) -> list[tuple[JournalEntry, float]]:
+                           made_in: TimeWindow | None = None,
+                           feeling: bool = False) -> list[tuple[JournalEntry, float]]:
         """``hits`` (queued turns sharing words with the query, with the share matched) joined with the queued
         turns whose embedding clears the relevance floor of their form: "What instrument am I learning?" finds
         the queued "我最近在学吉他" it shares no word with, as it will once the turn is stored. Each relevance is
         fused as ranking fuses a stored item's (the cosine normalised over the dense channel's range and the
         queued turns', weighted against the words' share), never below the share of words alone. Those made in
-        ``made_in`` (the span a recap asks about: "我们上次聊了什么？") are kept whatever their words."""
+        ``made_in`` (the span a recap asks about: "我们上次聊了什么？") are kept whatever their words, and for a
+        question about feelings (``feeling``: "我最近状态怎么样") the summaries of what the user confided,
+        as stored ones are."""
         if self.journal is None or opts.memory_weight <= 0:
             return hits
         try:
@@ -407,7 +411,8 @@ class MemoryService:
             share = words.pop(entry.id, 0.0)
             form = form_of(_queued_kind(entry))
             d = (cosine - lo) / (hi - lo) if hi > lo else 1.0
-            if cosine > floors[form] or (made_in is not None and made_in.contains(entry.created_at)):
+            if (cosine > floors[form] or (made_in is not None and made_in.contains(entry.created_at))
+                    or (feeling and _queued_kind(entry) == Kind.SUMMARY)):
                 out.append((entry, max(share, (1 - kw) * d + kw * share)))
             elif share > 0:
                 out.append((entry, share))

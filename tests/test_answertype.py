@@ -328,6 +328,16 @@ def test_a_question_about_plans_lists_what_lies_ahead_soonest_first(backend: str
                            "birthday:妈", "birthday:我妈", "birthday:老妈")),
     ("When's my wife's birthday?", ("birthday:wife", "birthday:老婆", "birthday:妻子", "birthday:爱人", "birthday:太太",
                                     "birthday:媳妇")),
+    ("我哥的生日是哪天？", ("birthday:哥哥", "birthday:brother")), ("When is my mom's birthday party?", ()),
+    ("我妈的生日礼物买什么好", ()),
+    ("When is my mom's birthday gifts due?", ()), ("When is my mom's birthday brunch?", ()),
+    ("我哥的生日是啥时候？", ("birthday:哥哥", "birthday:brother")),
+    ("我姐的生日在几月", ("birthday:姐姐", "birthday:sister")),
+    ("What date is my son's birthday?", ("birthday:son", "birthday:儿子")),
+    ("Do you know when my son's birthday is?", ("birthday:son", "birthday:儿子")),
+    ("When is my kid's birthday?", ("birthday:孩子", "birthday:宝宝", "birthday:kid", "birthday:kids", "birthday:baby",
+                                    "birthday:son", "birthday:儿子", "birthday:daughter", "birthday:女儿",
+                                    "birthday:闺女")),
     ("我有哪些忌口", ("diet",)), ("我吃东西有什么忌口吗", ("diet",)), ("我学什么专业的好", ()),
     # statements, another person's slot, the assistant's, and what is not a name or a slot (found in review)
     ("我叫王小明", ()), ("My name is Anna", ()), ("我的工作很累", ()), ("我老婆叫小红", ()), ("你叫什么名字", ()),
@@ -350,7 +360,11 @@ def test_a_question_about_one_thing_the_user_told(query: str, slots: tuple[str, 
     ("我的狗叫什么？", "pet:布偶猫", False), ("What is my cat called?", "pet:husky", False),
     ("我家柯基叫什么名字？", "pet:狗", True), ("What is my golden retriever's name?", "pet:golden retriever", True),
     ("我家柯基叫什么名字？", "pet:金毛", False), ("What's my husky called?", "pet:golden retriever", False),
-    ("我的猫叫什么？", "pet:熊猫", False)])
+    ("我的猫叫什么？", "pet:熊猫", False),
+    # a family member's birthday is theirs: never the user's own, nor another member's
+    ("我的生日是哪天", "birthday:妈妈", False), ("When is my mom's birthday?", "birthday", False),
+    ("我妈的生日是哪天", "birthday:mom", True), ("我老妈的生日是几月几号", "birthday:妈妈", True),
+    ("我哥的生日是哪天", "birthday:弟弟", False), ("When is my son's birthday?", "birthday:儿子", True)])
 def test_a_family_member_or_pet_slot_is_that_one_by_any_of_its_names(query: str, key: str, filled: bool) -> None:
     fact = MemoryRecord(id="f", user_id="u", kind=Kind.FACT, text="t", created_at=0.0, key=key)
     assert fills(fact, asks_slot(query)) is filled

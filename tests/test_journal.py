@@ -387,3 +387,21 @@ def test_a_recap_lists_the_queued_turns_made_then(journal: WriteJournal) -> None
         got = service.recall("alice", question, options=strict)
         assert {it.text for it in got} == {"user: I'm flying to Paris next Friday", "user: 我喜欢喝乌龙茶"}, question
     assert service.recall("bob", "我们上次聊了什么？", options=strict) == []
+
+
+def test_a_question_about_feelings_finds_the_queued_summary_of_a_worry(journal: WriteJournal) -> None:
+    from mneme.embeddings import load_embedder
+    from mneme.memory.ranking import RecallOptions
+
+    service = make(journal, embedder=load_embedder("use-m3"))
+    assert service.applier is not None
+    service.applier.pause()
+    service.enqueue_turn("alice", user_text="最近夜班太多了，好累，感觉自己快撑不住了")
+    service.enqueue_turn("alice", user_text="我喜欢喝乌龙茶")
+    strict = RecallOptions(reinforce=False, relevance_floor=True)
+    for question in ["我最近状态怎么样", "How have I been feeling lately?"]:  # queued: its summary, as once stored
+        got = service.recall("alice", question, options=strict)
+        assert [it.kind for it in got][:1] == [Kind.SUMMARY] and got[0].metadata.get("queued"), question
+        assert "撑不住了" not in got[0].text  # the gist, not the words
+    assert all(it.kind != Kind.SUMMARY for it in service.recall("alice", "我喜欢喝什么茶？", options=strict))
+    assert service.recall("bob", "我最近状态怎么样", options=strict) == []
