@@ -112,7 +112,7 @@ _RECAP = re.compile(
 _PAST_ZH = re.compile(r"[了过]|在忙|最近|昨天|前天|上次|上周|上个?月|之前|以前|那天|前几天|刚才|去年|新鲜事")
 """A Chinese recap looks back: "我周末干什么？" asks a habit, "我周末干了什么？" a recap."""
 _NOT_A_TOPIC = re.compile(
-    r"我们|咱们|跟你|和你|对你|给你|你还|我|你|都|还|也|又|就|一下|一共|总共|记得|知道|吗|呢|呀|啊|吧|了|过|的"
+    r"我们|咱们|跟你|和你|对你|给你|你还|我|你|都|还|也|又|就|一下|一共|总共|记得|知道|来着|吗|呢|呀|啊|吧|了|过|的"
     r"|最近|近来|这几天|这段时间|这阵子|前几天|前阵子|上次|之前|以前|那天|那时候?|今天|昨天|前天|上周末?|这周末?|本周"
     r"|上个?月|这个?月|去年|今年|刚才|早上|上午|中午|下午|晚上|周末|明天|后天|下周|下个?月|明年|下次|接下来|哪里|哪儿|之后|以后|将来|未来|有|是|要|安排|计划|打算|行程|日程"
     r"|(?i:\b(?:i|we|you|me|us|do|did|can|could|remember|tell|please|again|so far|lately|recently|these days|"
@@ -151,7 +151,7 @@ def asks_recap(query: str, time_words: str = "") -> bool:
 
 _ASKS_PLANS = re.compile(
     r"(?:什么|哪些|啥)(?:安排|计划|打算|行程|日程|待办|事要做)|(?:安排|计划|打算|行程|日程)(?:是什么|有哪些|是啥|呢)"
-    r"|(?:要|得|准备|打算|接下来)(?:做|干|去)(?:什么|啥|哪(?:里|儿)?|嘛)(?:旅行|旅游|玩)?|说过要(?:做|干|去)(?:什么|啥|哪(?:里|儿)?|嘛)"
+    r"|(?:要|得|准备|打算|接下来)(?:做|干|去)(?:什么|啥|哪(?:里|儿)?|嘛)(?:旅行|旅游|玩)?|说过要(?:做|干|去)(?:什么|啥|哪(?:里|儿)?|嘛)(?:旅行|旅游|玩)?"
     r"|(?i:\bwhat are my plans\b|\bwhat(?:'s| is) (?:my (?:plan|schedule|agenda)|on my (?:schedule|agenda|calendar)"
     r"|coming up|next for me)\b|\bwhat (?:am i|do i have) (?:doing|planned|going to do|coming up|scheduled|on)\b"
     r"|\bwhat did i (?:say|tell you) i (?:would|was going to|will)\b"

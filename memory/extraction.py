@@ -208,6 +208,23 @@ _ZH_NOT_JOB = re.compile(r"很|挺|比较|特别|非常|有点|(?:人|女孩|男
 """我是一个很懒的人, 我是个爱笑的女孩: a description of the person, not an occupation."""
 
 
+_ZH_NOT_WORKPLACE = re.compile(
+    r"^(?:考虑|准备|打算|学着?|尝试|试着|纠结|想|犹豫|努力|兼职|平时|业余|培训|网上|线上|他们|你们|她们|我们|人家)"
+    r"|要不要|做不做|当不当|剧里|戏里|梦里|游戏里")
+"""我在考虑当老师, 我在兼职做模特, 我在网上做主播, 我在他们公司当会计: a doing or someone else's place, not the
+user's workplace."""
+
+
+def _zh_work_as(m: re.Match[str]) -> Extracted | None:
+    """我在上海一家医院当护士: where the user works (workplace, or work_city for a city), when a real place is named,
+    now (not 当过/当了三年), and not in a dream (我梦见我在医院当护士)."""
+    v = m["v"].removesuffix("里")
+    if (_ZH_NOT_WORKPLACE.search(m["v"]) or re.match(r"过|了", m.string[m.end("v") + 1:])
+            or re.search(r"梦见|梦到|做梦", m.string[:m.start()])):
+        return None
+    return _zh_work(re.match(r"(?P<v>.+)", v))  # type: ignore[arg-type]
+
+
 def _zh_job(m: re.Match[str]) -> Extracted | None:
     v = _clean_zh(m["v"], _ZH_JOB_STOP, max_len=12)
     if _ZH_NOT_JOB.search(v):
@@ -429,30 +446,49 @@ _NOT_TAUGHT = re.compile(r"\b(?:my|our|his|her|their|him|them|me|us|kids|childre
 """"I teach my kids at home": not an occupation."""
 
 
+_TAUGHT = re.compile(
+    r"(?i)(?:math(?:s|ematics)?|science|physics|chemistry|biology|history|geography|art|music|piano|guitar|violin"
+    r"|drums|singing|voice|yoga|pilates|dance|dancing|swimming|tennis|golf|karate|PE|economics|literature|philosophy"
+    r"|psychology|sociology|law|medicine|nursing|engineering|computer science|programming|coding|cooking|baking"
+    r"|drawing|painting|writing|reading|kindergarten|preschool|ESL|(?:high|middle|elementary|primary) school)")
+"""What "I teach …" names as a subject (or a capitalised one: English, French, Chinese): not online, too much."""
+_LANGUAGES = frozenset({"chinese", "english", "spanish", "french", "german", "japanese", "korean", "italian",
+                        "russian", "portuguese", "arabic", "mandarin", "cantonese"})
+
+
 def _en_teach(m: re.Match[str], part: str) -> Extracted | None:
-    """"I teach math at a high school in Denver": the job (a math teacher), where (a high school) and the city."""
+    """"I teach math at a high school in Denver": the job (a math teacher), where (a high school) and the city; not
+    "What I teach is…", "The kids I teach…", "I teach too much", a question, or a job the user named otherwise."""
     subject = (m["subj"] or "").strip()
-    if _NOT_TAUGHT.search(subject):
+    before = m.string[:m.start()]
+    if (_NOT_TAUGHT.search(subject) or m.string.rstrip().endswith("?")
+            or re.search(r"(?i)\b(?:what|who|whom|that|which|where|the\s+\w+|kids|students|class(?:es)?)\s*$",
+                         before)):
         return None
-    if part == "job":
-        subject = "" if re.fullmatch(r"(?i)(?:some )?(?:class|lesson|course|student|people)e?s?", subject) else subject
-        v = f"{subject} teacher".strip()
-        return _fact("job", v, f"The user is a {v}")
+    if subject and not (_TAUGHT.fullmatch(subject) or re.fullmatch(r"[A-Z][a-z]+", subject)
+                        or re.fullmatch(r"(?i)(?:some )?(?:class|lesson|course|student|people)e?s?", subject)):
+        return None  # "I teach online", "I teach and write", "I teach too much"
     place = (m["v"] or "").strip()
-    if not place:
-        return None
-    if m["prep"].lower() == "at":  # "at a high school in Denver"
+    if m["prep"] and m["prep"].lower() == "at":  # "at a high school in Denver"
         parts = _EN_IN_CITY.split(place, maxsplit=1)
         at, city = parts[0].strip(), (parts[1] if len(parts) > 1 else "")
     else:  # "in Boston"
         at, city = "", place
+    at = _clean_en(at)
+    if at.casefold() in _NOT_A_WORKPLACE or re.match(r"(?i)(?:\d|my |home|the moment|weekends?)", at):
+        return None  # "I teach at heart", "at night", "at home"
+    if part == "job":
+        if re.search(r"(?i)\bI(?:'m| am)\s+an?\s+\w+", m.string):
+            return None  # "I'm a doctor and I teach at Harvard": the job they named
+        subject = "" if not _TAUGHT.fullmatch(subject) and not re.fullmatch(r"[A-Z][a-z]+", subject) else subject
+        v = f"{subject} teacher".strip()
+        return _fact("job", v, f"The user is a {v}")
     if part == "workplace":
-        v = _clean_en(at)
-        if not v or v.casefold() in _NOT_A_WORKPLACE or re.match(r"(?:\d|my |home)", v, re.I):
-            return None
-        return _fact("workplace", v, f"The user works at {v}")
+        return _fact("workplace", at, f"The user works at {at}") if at else None
     city = _clean_en(city, max_words=3)
-    return _fact("work_city", city, f"The user works in {city}") if city[:1].isupper() else None
+    if not city[:1].isupper() or city.casefold() in _LANGUAGES or " " in city and not city.istitle():
+        return None  # "in Chinese", "Boston are great"
+    return _fact("work_city", city, f"The user works in {city}")
 
 
 _NOT_A_WORKPLACE = frozenset({"home", "night", "nights", "the moment", "the weekend", "weekends", "heart", "life"})
@@ -692,7 +728,7 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     # … and where: 我在上海一家医院当护士 (workplace 上海一家医院), 我在北京当老师 (work_city 北京)
     (re.compile(rf"我(?:现在|目前)?在{_ZH_NOT_A_PLACE}(?:一家|一个|一所)?(?P<v>[\u4e00-\u9fff]{{1,10}}?)(?:做|当)"
                 rf"(?:{_ZH_JOB_TITLE})"),
-     _zh_work),
+     _zh_work_as),
     (re.compile(rf"我的?老家(?:是|在)(?P<v>[^{_ZH_BREAK}的]{{1,12}}?)(?:的|人)?(?=[{_ZH_BREAK}]|$)"), _zh_hometown),
     (re.compile(rf"我(?:的|家的?|家里的?)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|{_ZH_MY_PET})(?:的名字)?"
                 rf"(?:叫|名叫|是叫|名字是)(?P<v>{_ZH_VALUE}{{1,8}})"),

@@ -283,7 +283,10 @@ def test_a_recap_lists_what_was_said_then_newest_first(backend: str, tmp_path: P
     ("我接下来有什么安排？", True), ("我下周有什么计划", True), ("我之前说过要做什么", True), ("我明天要干什么", True),
     ("明天要干嘛", True), ("What are my plans?", True), ("What do I have coming up?", True), ("我明天要去哪里", True),
     ("What am I doing tonight?", True),
-    ("What's on my schedule next week?", True),
+    ("What's on my schedule next week?", True), ("What are my plans for next year?", True),
+    ("Where am I travelling next year?", True), ("我明年要去哪旅行？", True), ("我要去哪玩来着", True),
+    ("Where am I going wrong with my diet?", False), ("Where am I heading in life?", False),
+    ("What are my plans for my birthday?", False), ("我应该去哪旅行", False),
     # a topic is named (it ranks as any question), a statement, the assistant asked about itself
     ("我下周要去哪里出差", False), ("What am I doing wrong?", False), ("我要做什么菜", False),
     ("我不知道要做什么", False), ("My plans fell through", False), ("我打算明年去日本旅游", False),
