@@ -193,7 +193,12 @@ def _zh_hometown_ren(m: re.Match[str]) -> Extracted | None:
 
 
 def _zh_work(m: re.Match[str]) -> Extracted | None:
-    v = _clean_zh(m["v"], None, max_len=20)
+    return _zh_works_at(m["v"])
+
+
+def _zh_works_at(place: str) -> Extracted | None:
+    """Where the user works: a city (work_city) or a workplace."""
+    v = _clean_zh(place, None, max_len=20)
     if _is_place_zh(v):
         return _fact("work_city", v, f"用户在{v}工作")
     return _fact("workplace", v, f"用户在{v}工作")
@@ -218,11 +223,10 @@ user's workplace."""
 def _zh_work_as(m: re.Match[str]) -> Extracted | None:
     """我在上海一家医院当护士: where the user works (workplace, or work_city for a city), when a real place is named,
     now (not 当过/当了三年), and not in a dream (我梦见我在医院当护士)."""
-    v = m["v"].removesuffix("里")
     if (_ZH_NOT_WORKPLACE.search(m["v"]) or re.match(r"过|了", m.string[m.end("v") + 1:])
             or re.search(r"梦见|梦到|做梦", m.string[:m.start()])):
         return None
-    return _zh_work(re.match(r"(?P<v>.+)", v))  # type: ignore[arg-type]
+    return _zh_works_at(m["v"].removesuffix("里"))
 
 
 def _zh_job(m: re.Match[str]) -> Extracted | None:
@@ -465,8 +469,8 @@ def _en_teach(m: re.Match[str], part: str) -> Extracted | None:
             or re.search(r"(?i)\b(?:what|who|whom|that|which|where|the\s+\w+|kids|students|class(?:es)?)\s*$",
                          before)):
         return None
-    if subject and not (_TAUGHT.fullmatch(subject) or re.fullmatch(r"[A-Z][a-z]+", subject)
-                        or re.fullmatch(r"(?i)(?:some )?(?:class|lesson|course|student|people)e?s?", subject)):
+    named = bool(_TAUGHT.fullmatch(subject) or re.fullmatch(r"[A-Z][a-z]+", subject))  # math, English
+    if subject and not named and not re.fullmatch(r"(?i)(?:some )?(?:class|lesson|course|student|people)e?s?", subject):
         return None  # "I teach online", "I teach and write", "I teach too much"
     place = (m["v"] or "").strip()
     if m["prep"] and m["prep"].lower() == "at":  # "at a high school in Denver"
@@ -480,8 +484,7 @@ def _en_teach(m: re.Match[str], part: str) -> Extracted | None:
     if part == "job":
         if re.search(r"(?i)\bI(?:'m| am)\s+an?\s+\w+", m.string):
             return None  # "I'm a doctor and I teach at Harvard": the job they named
-        subject = "" if not _TAUGHT.fullmatch(subject) and not re.fullmatch(r"[A-Z][a-z]+", subject) else subject
-        v = f"{subject} teacher".strip()
+        v = f"{subject} teacher" if named else "teacher"  # "I teach classes": a teacher
         return _fact("job", v, f"The user is a {v}")
     if part == "workplace":
         return _fact("workplace", at, f"The user works at {at}") if at else None

@@ -409,10 +409,11 @@ class MemoryService:
         out: list[tuple[JournalEntry, float]] = []
         for (entry, _), cosine in zip(queued, cosines.tolist(), strict=True):
             share = words.pop(entry.id, 0.0)
-            form = form_of(_queued_kind(entry))
+            kind = _queued_kind(entry)
+            form = form_of(kind)
             d = (cosine - lo) / (hi - lo) if hi > lo else 1.0
             if (cosine > floors[form] or (made_in is not None and made_in.contains(entry.created_at))
-                    or (feeling and _queued_kind(entry) == Kind.SUMMARY)):
+                    or (feeling and kind == Kind.SUMMARY)):
                 out.append((entry, max(share, (1 - kw) * d + kw * share)))
             elif share > 0:
                 out.append((entry, share))
