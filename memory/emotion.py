@@ -68,7 +68,7 @@ BY_SOMEONE_ZH = (r"被(?:[^，。！？；,.!?\s被]{1,6})?"
 BY_SOMEONE_EN = (r"(?:yelled|shouted|screamed|snapped) at me|(?:got|was|been|get) (?:yelled|shouted|screamed) at"
                  r"|scolded me|chewed me out|told me off"
                  r"|(?:got|was|been|being|get) (?:scolded|chewed out|told off|bullied)"
-                 r"|critici[sz]ed me|bull(?:ied|ying) me|dumped me|got dumped|rejected me")
+                 r"|critici[sz]ed me|bull(?:ied|ying) me|dumped me|got dumped|rejected me|pick(?:s|ed|ing)? on me")
 """"my boss yelled at me", "got told off", "she dumped me": a negative cue."""
 
 # fmt: off
@@ -83,7 +83,9 @@ _ZH_NEGATIVE: list[tuple[str, float]] = [
     (r"(?<![麻厌])烦(?![躁])", 0.6), (r"郁闷", 0.8), (r"沮丧", 1.0), (r"难受", 0.9), (r"心累", 0.9),
     (r"委屈", 0.8), (r"担心", 0.6), (r"紧张", 0.6), (r"不安", 0.7), (r"后悔", 0.6),
     (r"压力(?:有点|有些|很|特别|非常|太|好|挺|比较|越来越|山|超级?)?大", 0.9), (r"压力山大", 0.9),
-    (r"撑不下去", 1.2), (r"不想活", 1.5), (r"想死", 1.5), (r"自杀", 1.5), (r"活着没意思", 1.5),
+    (r"撑不下去", 1.2), (r"(?:撑|扛|熬|顶)不住了|(?:快|要|真的|实在)(?:撑|扛|熬|顶)不住|(?:扛|熬)不下去", 1.0),
+    (r"挑我(?:的)?(?:毛病|刺)|找我(?:的)?茬", 0.6),
+    (r"不想活", 1.5), (r"想死", 1.5), (r"自杀", 1.5), (r"活着没意思", 1.5),
     (r"讨厌", 0.3), (r"糟糕", 0.5), (r"累死", 0.6), (r"吵架", 0.7), (r"生病", 0.5),
     # as people say them in chat: slang and self-judgement
     (r"心态(?:炸|崩)了?", 1.0), (r"(?:有点|有些|好|很|太|又|真的|突然|开始|一直|最近)emo|emo(?:了|中)", 0.9),
@@ -155,9 +157,11 @@ _MIXED = re.compile(
 # fmt: on
 
 _ZH_NEGATORS = re.compile(r"[不没别未无莫]")
-_ZH_UNSTOPPABLE = re.compile(r"[忍止禁]不住|不停|不断|不禁|不由得?|不知不觉")
-"""A 不 that says a feeling could not be held back, not that it is absent (忍不住哭了, 不停地担心)."""
-_ZH_INTENSIFIERS = re.compile(r"(?:很|非常|特别|太|超|好|真|十分|极其|越来越|特|挺)$")
+_ZH_UNSTOPPABLE = re.compile(r"[忍止禁]不住|不停|不断|不禁|不由得?|不知不觉"
+                             r"|特别|格外|别提|无比|无限|无尽|无数|莫名(?:其妙)?|不得不|不少|不止")
+"""A 不 that says a feeling could not be held back, not that it is absent (忍不住哭了, 不停地担心); and words that
+hold a negator's character without negating (特别累, 无比难过, 莫名焦虑, 别提多难受了)."""
+_ZH_INTENSIFIERS = re.compile(r"(?:很|非常|特别|太|超|好|真|十分|极其|越来越|特|挺|无比|格外|极度)$")
 _EN_NEGATORS = frozenset({"not", "no", "never", "without", "hardly", "nothing", "nor", "cannot"})
 _EN_INTENSIFIERS = frozenset({"very", "so", "really", "extremely", "super", "too", "incredibly", "totally"})
 _TITLE_RE = re.compile(r"《[^》\n]{0,60}》")

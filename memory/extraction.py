@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -213,23 +213,35 @@ _ZH_NOT_JOB = re.compile(r"很|挺|比较|特别|非常|有点|(?:人|女孩|男
 """我是一个很懒的人, 我是个爱笑的女孩: a description of the person, not an occupation."""
 
 
-_ZH_NOT_WORKPLACE = re.compile(
-    r"^(?:考虑|准备|打算|学着?|尝试|试着|纠结|想|犹豫|努力|兼职|平时|业余|培训|网上|线上|他们|你们|她们|我们|人家)"
-    r"|要不要|做不做|当不当|剧里|戏里|梦里|游戏里")
-"""我在考虑当老师, 我在兼职做模特, 我在网上做主播, 我在他们公司当会计: a doing or someone else's place, not the
-user's workplace."""
+_ZH_NOT_DOING = (r"^(?:考虑|准备|打算|学着?|尝试|试着|纠结|想|犹豫|努力|平时|业余|培训(?!机构|学校|中心|班))"
+                 r"|要不要|做不做|当不当")
+"""我在考虑当老师, 我在纠结要不要做律师, 我在学着做厨师, 我平时当主播: what the user may do, not their job."""
+_ZH_NOT_A_JOB_THERE = re.compile(_ZH_NOT_DOING)
+_ZH_DREAMT = re.compile(r"梦见|梦到|做梦|梦里")
+"""我梦见我在医院当护士: a dream told, no job or workplace."""
+_ZH_NOT_WORKPLACE = re.compile(rf"{_ZH_NOT_DOING}|^(?:兼职|网上|线上|他们|你们|她们|我们|人家)|剧里|戏里|梦里|游戏里")
+"""… and 我在兼职做模特, 我在网上做主播, 我在他们公司当会计: a job, but no workplace of the user's named."""
 
 
 def _zh_work_as(m: re.Match[str]) -> Extracted | None:
     """我在上海一家医院当护士: where the user works (workplace, or work_city for a city), when a real place is named,
     now (not 当过/当了三年), and not in a dream (我梦见我在医院当护士)."""
     if (_ZH_NOT_WORKPLACE.search(m["v"]) or re.match(r"过|了", m.string[m.end("v") + 1:])
-            or re.search(r"梦见|梦到|做梦", m.string[:m.start()])):
+            or _ZH_DREAMT.search(m.string[:m.start()])):
         return None
     return _zh_works_at(m["v"].removesuffix("里"))
 
 
+def _zh_job_there(m: re.Match[str]) -> Extracted | None:
+    """我在医院当护士: the job, unless what comes between is an intention (我在考虑当老师)."""
+    if _ZH_NOT_A_JOB_THERE.search(m["w"]) or _ZH_DREAMT.search(m.string[:m.start()]):
+        return None
+    return _zh_job(m)
+
+
 def _zh_job(m: re.Match[str]) -> Extracted | None:
+    if m["v"].startswith("过"):  # 我当过老师: a job once held
+        return None
     v = _clean_zh(m["v"], _ZH_JOB_STOP, max_len=12)
     if _ZH_NOT_JOB.search(v):
         return None
@@ -280,10 +292,11 @@ _ZH_JOBS = (
 )
 _ZH_IS = "是(?:一名|一位|个|一个)?"
 _ZH_JOB_TITLE = (rf"[\u4e00-\u9fff]{{0,6}}?(?:(?:{_ZH_JOBS})(?:主管|组长)?|(?:护士|厨师)长|[科校院店组处局厂站]长|总监"
-                 r"|主任)(?![\u4e00-\u9fff])")
-"""护士, 软件工程师, 护士长, 销售总监, 校长: an occupation said plainly after 是 (the job ends the clause)."""
-_ZH_PARTNERS = "老婆|老公|妻子|丈夫|爱人|男朋友|女朋友|对象"
-_ZH_FAMILY = "女儿|儿子|孩子|宝宝|妈妈|爸爸|哥哥|姐姐|弟弟|妹妹|爷爷|奶奶|外公|外婆"
+                 r"|主任)(?:(?![\u4e00-\u9fff])|(?=已经|好几|快|都|有|[0-9一二三四五六七八九十两几半]+(?:年|个?月)))")
+"""护士, 软件工程师, 护士长, 销售总监, 校长: an occupation said plainly after 是 (the job ends the clause, or a
+length of time follows: 我在医院当护士已经十年了)."""
+_ZH_PARTNERS = "老婆|老公|妻子|丈夫|爱人|男朋友|女朋友|对象|媳妇|太太|老伴"
+_ZH_FAMILY = "女儿|儿子|孩子|宝宝|妈妈|爸爸|哥哥|姐姐|弟弟|妹妹|爷爷|奶奶|外公|外婆|姥姥|姥爷|闺女|孙子|孙女"
 _ZH_PETS = f"{PETS_ZH}|{BREEDS_ZH}"
 _EN_PARTNERS = "wife|husband|partner|girlfriend|boyfriend|fiancée?"
 _EN_FAMILY = "son|daughter|kid|baby|mom|mum|mother|dad|father|brother|sister|grandma|grandpa"
@@ -456,6 +469,10 @@ _TAUGHT = re.compile(
     r"|psychology|sociology|law|medicine|nursing|engineering|computer science|programming|coding|cooking|baking"
     r"|drawing|painting|writing|reading|kindergarten|preschool|ESL|(?:high|middle|elementary|primary) school)")
 """What "I teach …" names as a subject (or a capitalised one: English, French, Chinese): not online, too much."""
+_SCHOOL_LEVEL = re.compile(
+    r"(?i)(?:\d{1,2}(?:st|nd|rd|th)|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth)"
+    r" grade\b|(?:high|middle|elementary|primary) school\b")
+"""Whom "I teach …" names by their year or school: "5th grade", "high school (math)"."""
 _LANGUAGES = frozenset({"chinese", "english", "spanish", "french", "german", "japanese", "korean", "italian",
                         "russian", "portuguese", "arabic", "mandarin", "cantonese"})
 
@@ -469,7 +486,10 @@ def _en_teach(m: re.Match[str], part: str) -> Extracted | None:
             or re.search(r"(?i)\b(?:what|who|whom|that|which|where|the\s+\w+|kids|students|class(?:es)?)\s*$",
                          before)):
         return None
-    named = bool(_TAUGHT.fullmatch(subject) or re.fullmatch(r"[A-Z][a-z]+", subject))  # math, English
+    level = _SCHOOL_LEVEL.match(subject)  # "5th grade", "high school math"
+    rest = subject[level.end():].strip() if level else subject
+    # math, English, 5th grade
+    named = bool(subject) and bool(not rest or _TAUGHT.fullmatch(rest) or re.fullmatch(r"[A-Z][a-z]+", rest))
     if subject and not named and not re.fullmatch(r"(?i)(?:some )?(?:class|lesson|course|student|people)e?s?", subject):
         return None  # "I teach online", "I teach and write", "I teach too much"
     place = (m["v"] or "").strip()
@@ -497,8 +517,19 @@ def _en_teach(m: re.Match[str], part: str) -> Extracted | None:
 _NOT_A_WORKPLACE = frozenset({"home", "night", "nights", "the moment", "the weekend", "weekends", "heart", "life"})
 
 
+_FIELD_WORDS = """
+marketing sales finance tech technology healthcare health care education retail hospitality government construction
+insurance banking research engineering design media advertising consulting law accounting operations logistics
+security production management publishing journalism software support admin administration science pharma fashion
+"""
+_FIELDS = frozenset(_FIELD_WORDS.split()) | {"customer service", "real estate", "human resources", "public relations"}
+"""What one works in that is a field, not a city ("I work in Marketing")."""
+
+
 def _en_work_city(m: re.Match[str]) -> Extracted | None:
     v = _clean_en(m["v"], max_words=3)
+    if not v or v.casefold() in _FIELDS or v.split()[0].casefold() in _FIELDS:
+        return None
     return _fact("work_city", v, f"The user works in {v}")
 
 
@@ -704,12 +735,17 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         ),
         lambda m: _age(m, zh=True),
     ),
-    (re.compile(rf"我的?生日(?:是|在)(?P<v>{_ZH_VALUE}{{1,16}})"), _zh_birthday),
+    (re.compile(rf"我的?生日(?:是|在|[:：])?(?P<v>{_ZH_VALUE}{{1,16}})"), _zh_birthday),  # 我生日3月3号: a date
     (re.compile(r"(?<![\d月])(?P<v>\d{1,2}月\d{1,2}[日号])是我的?生日(?![吗吧呢？?])"), _zh_birthday),
     # 我妈的生日是3月3号，我的是5月1号: the user's own, said after another's
     (re.compile(rf"生日(?:是|在)[^。！？!?]{{1,20}}?[，,、]\s*(?:而)?我的(?:是|在)(?P<v>{_ZH_VALUE}{{1,16}})"),
      _zh_birthday),
-    (re.compile(rf"我(?:的|家)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|老妈|老爸|妈|爸|哥|姐|弟|妹)的?生日(?:是|在)"
+    (re.compile(rf"我(?:的|家)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|老妈|老爸|妈|爸|哥|姐|弟|妹)的?生日(?:是|在|[:：])?"
+                rf"(?P<v>{_ZH_VALUE}{{1,24}})"),
+     lambda m: _kin_birthday(m, zh=True)),
+    # 我媳妇叫小美，她生日是腊月初八: the one just named, by a pronoun, in the same sentence
+    (re.compile(rf"我(?:的|家)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|老妈|老爸|妈|爸|哥|姐|弟|妹)(?![的生])"
+                rf"[^。！？!?；;]{{1,20}}?[，,]\s*(?:而且|并且|然后)?[她他](?:的)?生日(?:是|在|[:：])?"
                 rf"(?P<v>{_ZH_VALUE}{{1,24}})"),
      lambda m: _kin_birthday(m, zh=True)),
     # 你好，我是小雨: a short name right after a greeting (我是 alone also says what one is: 我是学生)
@@ -725,9 +761,9 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     (re.compile(rf"我(?:现在|目前)?{_ZH_IS}(?P<v>{_ZH_JOB_TITLE})"), _zh_job),
     (re.compile(rf"我(?:现在|目前)?是做(?P<v>{_ZH_VALUE}{{1,10}}?)的"), _zh_did_job),
     # 我在一家银行做会计, 我在医院当护士: the job after 做/当 only when it is an occupation (我在家做饭 is not)
-    (re.compile(rf"我(?:现在|目前)?在{_ZH_NOT_REAL}(?:一家|一个|一所)?[\u4e00-\u9fff]{{1,10}}?(?:做|当)"
+    (re.compile(rf"我(?:现在|目前)?在{_ZH_NOT_REAL}(?:一家|一个|一所)?(?P<w>[\u4e00-\u9fff]{{1,10}}?)(?:做|当)"
                 rf"(?P<v>{_ZH_JOB_TITLE})"),
-     _zh_job),
+     _zh_job_there),
     # … and where: 我在上海一家医院当护士 (workplace 上海一家医院), 我在北京当老师 (work_city 北京)
     (re.compile(rf"我(?:现在|目前)?在{_ZH_NOT_A_PLACE}(?:一家|一个|一所)?(?P<v>[\u4e00-\u9fff]{{1,10}}?)(?:做|当)"
                 rf"(?:{_ZH_JOB_TITLE})"),
@@ -821,6 +857,11 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         ),
         _en_work,
     ),
+    (  # "I work in New York": a city, capitalised (not "in IT", "in sales", "in a hospital")
+        re.compile(rf"(?i:{_EN_WHO}(?:'m| am)?\s+(?:(?:currently|now|still|also)\s+)*work(?:ing)?\s+in)\s+"
+                   r"(?P<v>(?!IT\b|HR\b|PR\b|QA\b|R&D\b|IT\s)[A-Z][A-Za-z\-]+(?:\s+[A-Z][A-Za-z\-]+){0,2})(?![A-Za-z&])"),
+        _en_work_city,
+    ),
     (  # "I work at Google in Boston", "I work as a nurse at Mercy hospital in Boston": the city
         re.compile(
             rf"(?i:{_EN_WHO}(?:'m| am)?\s+(?:(?:currently|now|still|also)\s+)*(?:work(?:ing)?\s+(?:as\s+an?\s+"
@@ -839,7 +880,7 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     ),
     (re.compile(rf"(?i:{_EN_WHO}\s+work\s+as\s+an?)\s+(?P<v>{_EN_VALUE}{{1,60}})"), _en_job),
     *((re.compile(rf"(?i:{_EN_WHO}(?:\s+(?:currently|now|still|also))?\s+teach)\s+"
-                  r"(?P<subj>(?!(?i:at|in)\b)[A-Za-z]+(?:\s+(?!(?i:at|in|to|for|and)\b)[a-z]+)?)?"
+                  r"(?P<subj>(?!(?i:at|in)\b)[A-Za-z0-9]+(?:\s+(?!(?i:at|in|to|for|and)\b)[A-Za-z]+){0,2})?"
                   r"(?:\s*(?P<prep>\b(?i:at|in))\s+(?P<v>[^,.;!?()\n]{1,60}))?(?=[,.;!?\n]|$)"),
        lambda m, part=part: _en_teach(m, part)) for part in ("job", "workplace", "work_city")),
     (re.compile(rf"(?i:\bmy major is|{_EN_WHO}(?:'m| am)? major(?:ing)? in)\s+(?P<v>{_EN_VALUE}{{1,40}})"),
@@ -862,6 +903,12 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
                    rf"(?P<v>{_EN_VALUE}{{1,40}})"),
         lambda m: _kin_birthday(m, zh=False),
     ),
+    (  # "My wife is Emma and her birthday is March 3rd": the one just named, by a pronoun, in the same sentence
+        re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}))(?!'s)\b[^.!?;]{{1,40}}?"
+                   r"(?i:,?\s*(?:and )?(?:her|his) birthday is(?: on)?)\s+"
+                   rf"(?P<v>{_EN_VALUE}{{1,40}})"),
+        lambda m: _kin_birthday(m, zh=False),
+    ),
     (
         re.compile(rf"(?i:\bmy birthday is(?: on)?|{_EN_WHO} was born on)\s+(?P<v>{_EN_VALUE}{{1,40}})"),
         _en_birthday,
@@ -876,6 +923,11 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
                    r"(?:'s name is| is called| is named))"
                    r"\s+(?P<v>[A-Z][A-Za-z'\-]*(?:\s+[A-Z][A-Za-z'\-]*)?)"),
         lambda m: _named(m["r"], m["v"], zh=False),
+    ),
+    (  # "My husband is Tom and his birthday is…", "my dog is Max.": a capitalised name alone after "is"
+        re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}|{_EN_PETS}) is)"
+                   r" (?P<v>[A-Z][a-z\-]+)(?=\s*(?:[,.!;]|$)|\s+(?:and|but|who|so)\b)"),
+        lambda m: None if _no_name(m["v"]) or _NOT_NAME_ENDING.search(m["v"]) else _named(m["r"], m["v"], zh=False),
     ),
     (  # "My husband Tom is a firefighter", "my daughter Emma, who is 7", "our dog Max": the name right after
         re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}|{_EN_PETS}))"
@@ -979,6 +1031,35 @@ _LATIN_RE = re.compile(r"[A-Za-z]")
 _EN_ABBREVIATION = re.compile(r"\b(St|Mt|Dr|Mr|Mrs|Ms|Jr|Sr|Inc|Co|Ltd|Corp)\.(?=\s)")
 
 
+_I_RE = re.compile(r"(?<![A-Za-z'])i(?![A-Za-z])")
+_PROPER_KEYS = re.compile(r"name|home_city|hometown|work_city|workplace|school|partner|(?:family|pet):.*")
+"""Facts whose value is a name or a place: capitalized when the user wrote in capitals."""
+
+
+def _shouted(text: str) -> bool:
+    """Written in capitals: six Latin letters or more, none of them lower case."""
+    letters = [c for c in text if "A" <= c <= "Z" or "a" <= c <= "z"]
+    return len(letters) >= 6 and not any(c.islower() for c in letters)
+
+
+def _truecased(text: str) -> str:
+    """Capitals read as a writer would have cased them, roughly: function words lower case, others capitalized
+    (a name or a place may be among them; the patterns that want a capital find one)."""
+    return _I_RE.sub("I", re.sub(r"[A-Za-z][A-Za-z'\-]*",
+                                 lambda w: w[0] if w[0] in EN_STOPWORDS else w[0].capitalize(), text.lower()))
+
+
+def _recased(item: Extracted) -> Extracted:
+    """An item read from ``_truecased`` text: a name or place capitalized, anything else in lower case."""
+    if not _LATIN_RE.search(item.value):
+        return item
+    if _PROPER_KEYS.fullmatch(item.key):
+        value = re.sub(r"[A-Za-z][A-Za-z'\-]*", lambda w: w[0].capitalize(), item.value)
+    else:
+        value = item.value.lower()
+    return replace(item, value=value, text=item.text.replace(item.value, value))
+
+
 def extract_patterns(text: str) -> list[Extracted]:
     """Extract facts and preferences from (redacted) user text with Chinese and English patterns.
 
@@ -987,6 +1068,8 @@ def extract_patterns(text: str) -> list[Extracted]:
     """
     if not text:
         return []
+    if _shouted(text):  # "MY NAME IS JOHN AND I LIVE IN BOSTON": read in lower case, names given their capitals
+        return [_recased(item) for item in extract_patterns(_truecased(text))]
     text = _EN_ABBREVIATION.sub(r"\1", _restore_subjects(text))  # "St. Mary's": the period ends no value
     found: dict[str, tuple[int, Extracted]] = {}
     # A table only runs on text that has its script: a scan that cannot match still costs time.

@@ -23,7 +23,8 @@ _CLAUSE_RE = re.compile(r"[^，。！？；：,.!?;:\n]+")
 # (pattern, canonical term): the first match of each table names the topic / event / effect / request.
 # fmt: off
 _ZH_TOPICS: list[tuple[str, str]] = [
-    (r"领导|老板|上司|经理|主管|同事|加班|方案|项目|公司|上班|工作|绩效|客户|职场|面试", "工作"),
+    (r"领导|老板|上司|经理|主管|同事|加班|方案|项目|公司|上班|工作|绩效|客户|职场|面试|夜班|值班|倒班|[科院店组处]长"
+     r"|护士长", "工作"),
     (r"男朋友|女朋友|男友|女友|对象|恋爱|分手|失恋|前任|老公|老婆|丈夫|妻子|婚姻|离婚", "感情"),
     (r"考试|成绩|学习|论文|作业|挂科|考研|高考|老师|学校|导师", "学业"),
     (r"父母|爸妈|爸爸|妈妈|父亲|母亲|家里|家人|孩子|儿子|女儿", "家庭"),
@@ -42,6 +43,8 @@ _ZH_EVENTS: list[tuple[str, str]] = [
     (rf"被({_ZH_PEOPLE})?[^，。！？被]{{0,4}}?(?:排挤|孤立|针对)", "被{0}排挤"),
     (rf"被({_ZH_PEOPLE})?[^，。！？被]{{0,4}}?(?:欺负|嫌弃)", "被{0}欺负"),
     (rf"被({_ZH_PEOPLE})?[^，。！？被]{{0,4}}?(?:冤枉|误会)", "被{0}冤枉"),
+    (rf"({_ZH_PEOPLE}|[\u4e00-\u9fff]{{0,2}}长)?[^，。！？]{{0,6}}?(?:挑我(?:的)?(?:毛病|刺)|找我(?:的)?茬)",
+     "被{0}挑剔"),
     (r"被裁|裁员|被辞退|被开除|被炒|炒鱿鱼|失业|丢了工作", "失去工作"),
     (r"分手|失恋|被\w{0,4}?甩", "分手"),
     (r"被\w{0,4}?拒绝", "被拒绝"),
@@ -58,6 +61,7 @@ _ZH_EFFECTS: list[tuple[str, str]] = [
      rf"|{SELF_JUDGEMENT_ZH}|[好很太真超]没用", "自我评价低"),
     (r"哭", "哭泣"),
     (r"不想活|想死|自杀|活着没意思|撑不下去", "流露轻生念头"),
+    (r"(?:撑|扛|熬|顶)不住|(?:扛|熬)不下去", "身心透支"),
     (r"不想上班|不想去公司", "抗拒上班"),
 ]
 _ZH_REQUESTS: list[tuple[str, str]] = [
@@ -84,6 +88,9 @@ _EN_EVENTS: list[tuple[str, str]] = [
      r"|chewed me out|told me off|(?:got|was|been|being|get) (?:scolded|chewed out|told off)|critici[sz]ed me",
      "being criticised"),
     (r"(?:got|was|been|being|get) bullied|bull(?:ied|ying) me", "bullying"),
+    (r"(boss|manager|supervisor|principal|teacher|professor|coach|colleague|coworker)\b[^,.!?]{0,20}?"
+     r"\bpick(?:s|ed|ing)? on me", "being picked on by their {0}"),
+    (r"pick(?:s|ed|ing)? on me", "being picked on"),
     (r"rejected me|got rejected|was rejected", "a rejection"),
     (r"laid off|got fired|was fired|lost my job", "losing their job"),
     (r"broke up|breakup|dumped", "a break-up"),

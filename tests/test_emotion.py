@@ -33,6 +33,9 @@ from mneme.memory.emotion import detect_emotion
         "我忍不住哭了", "我一直止不住地哭", "我不停地哭", "I can't stop crying", "I couldn't stop worrying about it",
         "I had a terrible day, a patient died during my shift and I couldn't stop crying in the car.",
         "My grandma died last night", "My dog died.", "my best friend died",
+        # a word that holds a negator's character without negating (特别, 无比, 莫名); holding on no longer
+        "我特别难过", "最近上夜班特别累", "无比难过", "莫名焦虑", "别提多难受了", "我快撑不住了", "我真的扛不住",
+        "护士长老是挑我毛病，我好烦",
     ],
 )
 def test_negative_texts(text: str) -> None:
@@ -67,6 +70,7 @@ def test_negative_texts(text: str) -> None:
         "I'm not crying", "我不想哭", "哭笑不得", "他总是哭穷", "笑哭了", "哭死我了，太好笑了", "孩子哭闹",
         "The car died on the highway and I was tired", "the battery died and I'm tired", "my battery died",
         "My phone died", "my car died and I'm tired",
+        "这个架子撑不住那么重的东西", "我并不特别难过", "别难过",
     ],
 )
 def test_not_negative(text: str) -> None:

@@ -155,6 +155,11 @@ ISSUE_EN = ("I'm so sad today, my boss yelled at me in front of the whole team, 
          "The user confided a worry: feels awful about being criticised (work)."),
         ("I'm being bullied at school and I feel so alone",
          "The user confided a worry: feels lonely about bullying (school)."),
+        # 特别 is no negator; holding on no longer is an effect, picking on one an event
+        ("最近上夜班特别累，感觉整个人都快撑不住了，护士长还老是挑我毛病",
+         "用户倾诉了烦恼：因工作被护士长挑剔而疲惫；身心透支（涉及：夜班）。"),
+        ("I've been so stressed lately, the principal keeps picking on me and I can't sleep",
+         "The user confided a worry: feels stressed about being picked on by their principal; sleeplessness."),
     ],
 )
 def test_a_negative_exchange_leaves_its_gist_and_none_of_its_clauses(message: str, expected: str) -> None:
