@@ -27,7 +27,10 @@ Conventions, chosen to be predictable:
   contains the day N units back. "a few days ago" / 几天前 / 前几天 is the 7 days before today; "a few weeks ago" /
   几周前 / 几个星期前 the 4 weeks before that; 半个月前 the calendar week holding the day 15 days back.
 - Seasons are the northern meteorological ones (spring = March to May … winter = December to February):
-  去年夏天 / "last summer" is last year's, a bare 夏天 / "in the summer" the latest one begun.
+  去年夏天 / "last summer" is last year's, a bare 夏天 / "in the summer" the latest one begun. School breaks
+  likewise: 暑假 = July and August, 寒假 = three weeks either side of 春节, "summer break / vacation / holidays" = June
+  to August, "winter break" / "Christmas holidays" = 18 December to 5 January, "spring break" = March. 过年 is 春节
+  (not in 逢年过节 / 过年过节: every holiday).
 - Ahead: 明天 / 后天 / 大后天 / "tomorrow" / "the day after tomorrow"; 下周 / 下下周 / "next week" / "the week after
   next" (calendar weeks); 下周三 / "next Wednesday" that day of next week, "this coming Wednesday" the first one after
   today; 这周末 / "this weekend", 下周末 / "next weekend"; 下个月 / "next month", 明年 / "next year" (明年春天 is
@@ -590,7 +593,7 @@ _LUNAR_DATES: dict[str, str] = {  # the Gregorian month and day (MMDD) of each y
 Chinese calendar with ``lunardate``, a GPL library not shipped with Mneme; the tests check known years)."""
 _LUNAR: dict[str, tuple[str, int, int]] = {
     "春节": ("new year", -1, 8), "spring festival": ("new year", -1, 8), "chinese new year": ("new year", -1, 8),
-    "lunar new year": ("new year", -1, 8), "chinese new year's eve": ("new year", -1, 1),
+    "lunar new year": ("new year", -1, 8), "过年": ("new year", -1, 8), "chinese new year's eve": ("new year", -1, 1),
     "lunar new year's eve": ("new year", -1, 1), "除夕": ("new year", -1, 1), "大年三十": ("new year", -1, 1),
     "大年初一": ("new year", 0, 1), "元宵节": ("new year", 14, 1), "lantern festival": ("new year", 14, 1),
     "端午": ("dragon boat", 0, 1), "dragon boat festival": ("dragon boat", 0, 1), "七夕": ("qixi", 0, 1),
@@ -700,6 +703,36 @@ def _season(m: re.Match[str], today: date) -> Span | None:
     return None if start is None else _season_span(start.year, first)
 
 
+_BREAKS: dict[str, tuple[int, int, int, int]] = {
+    "暑假": (7, 1, 9, 1), "summer": (6, 1, 9, 1), "winter": (12, 18, 1, 6), "christmas": (12, 18, 1, 6),
+    "spring": (3, 1, 4, 1),
+}
+"""School breaks on (roughly) fixed dates: (first month, day, month and day it ends before; into the next year when
+the end comes first). 暑假 is July and August; "summer break / vacation / holidays" June to August; "winter break" and
+"Christmas holidays" December 18th to January 5th; "spring break" March."""
+
+
+def _winter_break_start(year: int) -> date | None:
+    """寒假 of ``year``: three weeks before 春节 (to three weeks after)."""
+    new_year = _lunar_start("春节", year)
+    return None if new_year is None else new_year - timedelta(days=21)
+
+
+def _school_break(m: re.Match[str], today: date) -> Span | None:
+    """暑假, 寒假 (the six weeks around 春节), "summer vacation", "winter break", "spring break": that year's (去年 /
+    last / this), else the latest begun."""
+    name = m.group("b").lower()
+    if name == "寒假":
+        start = _occurrence(m, today, _winter_break_start)
+        return None if start is None else (start, start + timedelta(days=42), "range")
+    first_month, first_day, end_month, end_day = _BREAKS[name]
+    start = _occurrence(m, today, lambda year: date(year, first_month, first_day))
+    if start is None:
+        return None
+    end_year = start.year + (1 if (end_month, end_day) < (first_month, first_day) else 0)
+    return start, date(end_year, end_month, end_day), "range"
+
+
 _RULES: list[tuple[re.Pattern[str], Handler]] = [
     (re.compile(p), h)
     for p, h in [
@@ -724,8 +757,10 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         (r"(?P<rel>去年|前年|今年|明年)?的?(?P<h>元旦|情人节|妇女节|(?<![一二三四五六七八九十])五一(?![一二三四五六七八九十])"
          r"|劳动节|儿童节|清明(?=节|假|期间|那)|国庆(?=节|假|长假|期间|那)|万圣节|平安夜|圣诞)", _holiday),
         (r"(?P<rel>去年|前年|今年|明年)?的?(?P<h>感恩节|母亲节|父亲节)", _weekday_holiday),
-        (r"(?P<rel>去年|前年|今年|明年)?的?(?P<h>春节|除夕|大年三十|大年初一|元宵节|端午|七夕|中秋|重阳节)",
+        (r"(?P<rel>去年|前年|今年|明年)?的?(?P<h>春节|除夕|大年三十|大年初一|元宵节|端午|七夕|中秋|重阳节"
+         r"|(?<!逢年)过年(?!过节))",
          _lunar_holiday),
+        (r"(?P<rel>去年|前年|今年|明年)?的?(?P<b>暑假|寒假)", _school_break),
         (r"前些天|前些日子", _fixed(_few_days)),
         (r"前阵子|前一阵子?|前段时间|前一段时间|不久前", _fixed(_a_while_ago)),
         (r"几个月(?:以)?前|前几个月", _fixed(_few_months_ago)),
@@ -816,6 +851,8 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         # abbreviations only after a word that makes them a day: "last Fri", "on Sat" (not "I sat", "the sun")
         (r"(?i)\b(?P<rel>last|this|past|next)\s+(?P<wd>mon|tues?|wed|thu|thurs?|fri|sat|sun)\b\.?", _en_weekday),
         (r"\b(?P<rel>[Oo]n)\s+(?P<wd>Mon|Tues?|Wed|Thu|Thurs?|Fri|Sat|Sun)\b\.?", _en_weekday),  # not "on sun"
+        (r"(?i)\b(?:(?P<rel>last|this|next)\s+)?(?P<b>summer|winter|spring|christmas)\s+"
+         r"(?:break|vacation|holidays?|recess)\b", _school_break),
         (r"(?i)\b(?:(?P<rel>last|this|next)\s+|(?:in|during|over)\s+the\s+)(?P<s>spring|summer|autumn|fall|winter)\b",
          _season),
         (r"(?i)\b(?:last|this\s+past|past)\s+weekend\b", _weekend(1)),
@@ -889,7 +926,7 @@ def _zone(tz: str | tzinfo) -> tzinfo:
 
 
 _MAY_NAME_TIME = re.compile(
-    r"\d|[年月日号號节旦五清国夜诞除午夕秋前几幾昨今明后过過近周期拜末春夏冬季天]"
+    r"\d|[年月日号號节旦五清国夜诞除午夕秋前几幾昨今明后过過近周期拜末春夏冬季天假]"
     r"|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|day|night|tonight|morning|afternoon|evening|tomorrow|tmr"
     r"|week|month|year|decade|fortnight|while|mon|tue|wed|thu|fri|sat|sun|spring|summer|autumn|fall|winter"
     r"|valentine|halloween|christmas|independence|fourth|thanksgiving|mother|father|lantern|dragon|moon)")

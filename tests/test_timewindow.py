@@ -250,6 +250,29 @@ def test_seasons(query, expected):
     assert span(query) == expected
 
 
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [  # NOW is 14 March 2024; 春节 2024 was 10 February (除夕 the 9th)
+        ("我暑假去哪玩了？", (date(2023, 7, 1), date(2023, 9, 1), "range")),  # this year's is still to come
+        ("去年暑假", (date(2023, 7, 1), date(2023, 9, 1), "range")),
+        ("明年暑假打算去哪", (date(2025, 7, 1), date(2025, 9, 1), "range")),
+        ("寒假我干了什么", (date(2024, 1, 19), date(2024, 3, 1), "range")),  # three weeks either side of 除夕
+        ("过年的时候我在哪", (date(2024, 2, 9), date(2024, 2, 17), "range")),  # as 春节
+        ("What did I do during summer break?", (date(2023, 6, 1), date(2023, 9, 1), "range")),
+        ("over winter break", (date(2023, 12, 18), date(2024, 1, 6), "range")),
+        ("Christmas holidays", (date(2023, 12, 18), date(2024, 1, 6), "range")),
+        ("Where did I go for spring break?", (date(2024, 3, 1), date(2024, 4, 1), "range")),
+    ],
+)
+def test_school_breaks_and_the_new_year(query, expected):
+    assert span(query) == expected
+
+
+@pytest.mark.parametrize("query", ["逢年过节我都回家", "过年过节", "我请假了", "放假了吗"])
+def test_breaks_need_a_break_named(query):
+    assert parse_time_window(query, NOW) is None
+
+
 @pytest.mark.parametrize("query", ["The fall of Rome", "I fall asleep early", "a spring in the garden"])
 def test_seasons_need_a_season_reading(query):
     assert parse_time_window(query, NOW) is None
