@@ -199,8 +199,9 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((slot, re.compile(patter
     ("age", rf"我(?:今年)?(?:多大|几岁|多少岁){_END}|我的年龄|\bhow old am i\b|\bmy age\b"),
     ("birthday", r"我(?:的)?生日(?:是|在)?(?:哪天|哪一天|什么时候|啥时候|几月几号?|几号|哪个月)"
                  r"|我(?:的)?生日是?(?:吗|呢)?\W*$|我(?:是)?(?:哪天|什么时候|啥时候|几月几号)(?:出生|生的)"
-                 r"|\b(?:when|what)(?:'s| is) my birthday\b|\bwhat (?:day|date) is my birthday\b"
-                 r"|\b(?:know|remember) (?:when )?my birthday\b|\bwhen was i born\b"),
+                 r"|\b(?:(?:when|what)(?:'s| is)|what (?:day|date) is|(?:know|remember) (?:when )?) ?my birthday\b"
+                 r"(?!'s|\s+(?:party|parties|plans?|wish(?:es)?|dinner|cake|gift|present|trip|list|celebration))"
+                 r"|\bwhen was i born\b"),
     ("home_city", rf"我(?:现在)?住(?:在)?(?:哪(?:里|儿)?|什么地方|哪个城市){_END}|\bwhere do i live\b"
                   r"|\b(?:which|what) city do i live in\b"),
     ("hometown", r"我(?:的)?老家|我是哪(?:里|儿)?人|我来自哪|\bwhere am i from\b|\bmy hometown\b"
@@ -312,7 +313,7 @@ def fills(record: MemoryRecord, slots: tuple[str, ...]) -> bool:
 
 _SUITS_MOOD = re.compile(
     r"(?:适合|符合|配合|衬托?|应和)(?:我|我的|我现在的?|我此刻的?)?(?:心情|情绪|心态)"
-    r"|(?i:\b(?:fits?|suits?|match(?:es)?|for|to|with)\s+my\s+(?:current\s+)?(?:mood|feelings?)\b)")
+    r"|(?i:\b(?:fits?|suits?|match(?:es)?|for)\s+my\s+(?:current\s+)?(?:mood|feelings?)\b)")
 """Something chosen for the user's mood ("What music fits my mood?", 推荐适合我心情的歌): a request that names the
 mood, not a question about it."""
 

@@ -68,7 +68,8 @@ BY_SOMEONE_ZH = (r"被(?:[^，。！？；,.!?\s被]{1,6})?"
 BY_SOMEONE_EN = (r"(?:yelled|shouted|screamed|snapped) at me|(?:got|was|been|get) (?:yelled|shouted|screamed) at"
                  r"|scolded me|chewed me out|told me off"
                  r"|(?:got|was|been|being|get) (?:scolded|chewed out|told off|bullied)"
-                 r"|critici[sz]ed me|bull(?:ied|ying) me|dumped me|got dumped|rejected me|pick(?:s|ed|ing)? on me")
+                 r"|critici[sz]ed me|bull(?:ied|ying) me|dumped me|got dumped|rejected me"
+                 r"|(?:keeps?|kept|always|constantly|still|started|been|is|are|was|were) pick(?:s|ed|ing)? on me")
 """"my boss yelled at me", "got told off", "she dumped me": a negative cue."""
 
 # fmt: off
@@ -149,6 +150,11 @@ _ZH_RELIEF = re.compile(
     r"|(?:缓解|减轻|释放|排解|驱散|赶走|摆脱|走出|战胜|克服|治好|治愈|告别|化解|消除|抚平)了?"
     r"(?:我的|心中的|心里的|内心的|一些|一点|不少)?"
     r"(?:压力|焦虑|紧张|孤独|寂寞|失眠|抑郁|恐惧|害怕|悲伤|难过|烦恼|烦躁|郁闷|痛苦|伤心|失恋的?阴影|阴影)")
+# Holding on no longer, in fun or of a thing: 笑得我快撑不住了, 吃太饱了撑不住了, 手机电量快撑不住了,
+# 扛不住了，太好吃了.
+_ZH_NOT_DISTRESS = re.compile(
+    r"(?:笑|吃|饱|电量?|电池|好吃|好笑|肚子)[^，。！？；,.!?;]{0,6}?(?:撑|扛|熬|顶)不住了?"
+    r"|(?:撑|扛|熬|顶)不住了?[，,！!]?\s*(?:太好吃|吃太饱|太饱|太好笑|笑死|太搞笑|哈哈)")
 # Saying one holds both feelings at once.
 _MIXED = re.compile(
     r"又[^，。！？；,.!?;\n]{1,6}又|既[^，。！？；,.!?;\n]{1,6}又|一边[^，。！？；,.!?;\n]{1,8}一边|喜忧参半|悲喜交加|百感交集"
@@ -157,10 +163,13 @@ _MIXED = re.compile(
 # fmt: on
 
 _ZH_NEGATORS = re.compile(r"[不没别未无莫]")
-_ZH_UNSTOPPABLE = re.compile(r"[忍止禁]不住|不停|不断|不禁|不由得?|不知不觉"
-                             r"|特别|格外|别提|无比|无限|无尽|无数|莫名(?:其妙)?|不得不|不少|不止")
-"""A 不 that says a feeling could not be held back, not that it is absent (忍不住哭了, 不停地担心); and words that
-hold a negator's character without negating (特别累, 无比难过, 莫名焦虑, 别提多难受了)."""
+_ZH_UNSTOPPABLE = re.compile(r"[忍止禁]不住|不停|不断|不禁|不由得?|不知不觉|不得不|不少|不止")
+"""A 不 that says a feeling could not be held back, not that it is absent (忍不住哭了, 不停地担心), or that holds 不
+without negating (不得不, 不少)."""
+_ZH_DEGREE = re.compile(r"(?:特别|格外|别提(?:多|有多)?|无比|莫名(?:其妙)?(?:地|的)?)$")
+"""Words of degree just before a cue that hold a negator's character (特别累, 无比难过, 莫名焦虑, 别提多难受了): the
+cue is negated only by a negator right before them (我不是特别难过), not by one further back (没下雨格外开心)."""
+_ZH_NEGATES_DEGREE = re.compile(r"[不没别未](?:是|有|太|算|怎么|那么)?$")
 _ZH_INTENSIFIERS = re.compile(r"(?:很|非常|特别|太|超|好|真|十分|极其|越来越|特|挺|无比|格外|极度)$")
 _EN_NEGATORS = frozenset({"not", "no", "never", "without", "hardly", "nothing", "nor", "cannot"})
 _EN_INTENSIFIERS = frozenset({"very", "so", "really", "extremely", "super", "too", "incredibly", "totally"})
@@ -211,8 +220,13 @@ def _modifiers(text: str, start: int, english: bool) -> tuple[bool, bool]:
                       for i, w in enumerate(words))  # "couldn't stop crying" is crying
         intensified = bool(words) and words[-1] in _EN_INTENSIFIERS
         return negated, intensified
-    window = _ZH_UNSTOPPABLE.sub("", _before(text, start, 8))[-3:]  # 忍不住哭了, 不停地哭 are crying
-    return bool(_ZH_NEGATORS.search(window)), bool(_ZH_INTENSIFIERS.search(_before(text, start, 4)))
+    before = _before(text, start, 8)
+    degree = _ZH_DEGREE.search(before)
+    if degree:  # 我不是特别难过 is not sad, 没下雨格外开心 happy
+        negated = _ZH_NEGATES_DEGREE.search(before[:degree.start()]) is not None
+    else:  # 忍不住哭了, 不停地哭 are crying: blanked where they stand, so no earlier negator comes nearer
+        negated = _ZH_NEGATORS.search(_ZH_UNSTOPPABLE.sub(lambda w: " " * len(w[0]), before)[-3:]) is not None
+    return negated, bool(_ZH_INTENSIFIERS.search(_before(text, start, 4)))
 
 
 def detect_emotion(text: str) -> Emotion:
@@ -235,6 +249,9 @@ def detect_emotion(text: str) -> Emotion:
                 for hit in _TABLES[table][0].finditer(m.group()):
                     totals["negative"] += _weight(table, hit.group())
                     cues["negative"].append(text[m.start() + hit.start() : m.start() + hit.end()])
+    if has[False]:
+        for m in _ZH_NOT_DISTRESS.finditer(lowered):
+            taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     for table, (rx, _, english, polarity) in enumerate(_TABLES):
         if not has[english]:
             continue

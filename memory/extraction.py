@@ -177,8 +177,16 @@ def _zh_name(m: re.Match[str]) -> Extracted | None:
     return _fact("name", v, f"用户的名字是{v}")
 
 
+_ZH_NOT_A_HOME_CITY = re.compile(
+    r"^(?:公司|学校|单位|宿舍|医院|酒店|宾馆|家里|朋友|亲戚|父母|爸妈|我[妈爸哥姐弟妹]|男朋友|女朋友|这|那|哪|楼|隔壁|附近"
+    r"|一个|一家|一间|一栋|地下室|出租屋|小区)|(?:附近|旁边|对面|隔壁|楼上|楼下|周边|边上|里面|家里?)$")
+"""我住在公司附近, 我住在学校旁边, 我住在朋友家, 我住在一个小区里: no city named."""
+
+
 def _zh_home(m: re.Match[str]) -> Extracted | None:
     v = _clean_zh(m["v"], _ZH_PLACE_STOP)
+    if _ZH_NOT_A_HOME_CITY.search(v):
+        return None
     return _fact("home_city", v, f"用户住在{v}")
 
 
@@ -204,7 +212,7 @@ def _zh_works_at(place: str) -> Extracted | None:
     return _fact("workplace", v, f"用户在{v}工作")
 
 
-_ZH_NOT_REAL = r"(?!梦里|梦中|游戏里|游戏中|剧里|戏里)"
+_ZH_NOT_REAL = r"(?!梦里|梦中|做梦|游戏里|游戏中|剧里|戏里)"
 """我在梦里当医生, 我在游戏里当医生: no occupation."""
 _ZH_NOT_A_PLACE = rf"{_ZH_NOT_REAL}(?![这那哪]|家里?(?:做|当)|家乡|老家)"
 """Where one works: not 这里/那边 (no place named) or 家 (我在家当全职妈妈: at home)."""
@@ -213,8 +221,8 @@ _ZH_NOT_JOB = re.compile(r"很|挺|比较|特别|非常|有点|(?:人|女孩|男
 """我是一个很懒的人, 我是个爱笑的女孩: a description of the person, not an occupation."""
 
 
-_ZH_NOT_DOING = (r"^(?:考虑|准备|打算|学着?|尝试|试着|纠结|想|犹豫|努力|平时|业余|培训(?!机构|学校|中心|班))"
-                 r"|要不要|做不做|当不当")
+_ZH_NOT_DOING = (r"^(?:考虑|准备|打算|学着?(?![校院生堂])|尝试|试着|纠结|想|犹豫|努力|平时|业余"
+                 r"|培训(?!机构|学校|中心|班))|要不要|做不做|当不当")
 """我在考虑当老师, 我在纠结要不要做律师, 我在学着做厨师, 我平时当主播: what the user may do, not their job."""
 _ZH_NOT_A_JOB_THERE = re.compile(_ZH_NOT_DOING)
 _ZH_DREAMT = re.compile(r"梦见|梦到|做梦|梦里")
@@ -239,10 +247,20 @@ def _zh_job_there(m: re.Match[str]) -> Extracted | None:
     return _zh_job(m)
 
 
+_ZH_NOT_SO = re.compile(r"如果|假如|假设|要是|若是|万一|想象|梦见|梦到|做梦|梦里")
+"""如果我是医生, 我梦见我是老师: a job imagined, not held."""
+_ZH_LEFT_JOB = re.compile(r"^(?:[，,]\s*(?=已经|早就|早已|去年|前年|刚|后来))?[^，。！？；,.!?;]{0,8}?"
+                          r"(?:退休|辞职|离职|不干|不做了|转行|被辞|被开除)")
+"""我是老师已经退休了, 我是护士已经不干了: a job held once."""
+
+
 def _zh_job(m: re.Match[str]) -> Extracted | None:
     if m["v"].startswith("过"):  # 我当过老师: a job once held
         return None
-    v = _clean_zh(m["v"], _ZH_JOB_STOP, max_len=12)
+    clause_start = max(m.string.rfind(p, 0, m.start()) for p in "，。！？；,.!?;")
+    if _ZH_NOT_SO.search(m.string[clause_start + 1:m.start()]) or _ZH_LEFT_JOB.match(m.string[m.end():]):
+        return None
+    v = _clean_zh(re.sub(r"^来自[^的]{1,10}的", "", m["v"]), _ZH_JOB_STOP, max_len=12)  # 来自成都的大学生
     if _ZH_NOT_JOB.search(v):
         return None
     v = re.sub(r"^(?:我们|咱们|这|那)[^的]{0,6}的", "", v)  # 我们学校的校长, 这家店的店长: the job is 校长 / 店长
@@ -521,6 +539,9 @@ _FIELD_WORDS = """
 marketing sales finance tech technology healthcare health care education retail hospitality government construction
 insurance banking research engineering design media advertising consulting law accounting operations logistics
 security production management publishing journalism software support admin administration science pharma fashion
+medicine mental higher public private social human animal early special excel word photoshop python java sql
+january february march april may june july august september october november december spring summer autumn fall
+winter
 """
 _FIELDS = frozenset(_FIELD_WORDS.split()) | {"customer service", "real estate", "human resources", "public relations"}
 """What one works in that is a field, not a city ("I work in Marketing")."""
@@ -528,8 +549,10 @@ _FIELDS = frozenset(_FIELD_WORDS.split()) | {"customer service", "real estate", 
 
 def _en_work_city(m: re.Match[str]) -> Extracted | None:
     v = _clean_en(m["v"], max_words=3)
-    if not v or v.casefold() in _FIELDS or v.split()[0].casefold() in _FIELDS:
-        return None
+    first = v.split()[0] if v else ""
+    if (not v or v.casefold() in _FIELDS or first.casefold() in _FIELDS or first.endswith("ing")
+            or re.fullmatch(r"[A-Z]{1,3}", v) and v not in ("NYC", "LA", "DC", "SF", "UK", "HK", "US", "USA")):
+        return None  # "I work in Marketing", "in Nursing", "in ER" / "ICU"
     return _fact("work_city", v, f"The user works in {v}")
 
 
@@ -634,6 +657,18 @@ _ZH_KIN_SHORT = {"妈": "妈妈", "老妈": "妈妈", "爸": "爸爸", "老爸":
 """Short names of kin (我妈, 我哥), kept under the full one."""
 
 
+_FEMALE = re.compile(r"(?i)妈|姐|妹|女|老婆|媳妇|妻子|太太|奶奶|外婆|姥姥|闺女"
+                     r"|wife|girlfriend|fianc[ée]e|daughter|mom|mum|mother|sister|grandma")
+_MALE = re.compile(r"(?i)爸|哥|弟|儿子|老公|丈夫|男朋友|爷爷|外公|姥爷|孙子"
+                   r"|husband|boyfriend|fianc[ée](?!e)|son|dad|father|brother|grandpa")
+
+
+def _same_gender(relation: str, pronoun: str) -> bool:
+    """Whether 她/"her" or 他/"his" can refer to ``relation`` (爱人, 孩子, partner: either)."""
+    female = pronoun.lower() in ("她", "her")
+    return not (_MALE.search(relation) if female else _FEMALE.search(relation))
+
+
 def _kin_birthday(m: re.Match[str], zh: bool) -> Extracted | None:
     """我妈的生日是3月3号, "My mom's birthday is March 3rd": a family member's birthday (``birthday:<relation>``), a
     date only (not "coming up next week")."""
@@ -716,11 +751,17 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     ),
     (
         re.compile(
-            rf"我(?:已经|刚|刚刚|最近|后来|上个月|去年|今年)?搬(?:家)?(?:到了|到|去了|去|回了|回到|回)(?P<v>{_ZH_VALUE}{{1,20}})"
+            rf"(?:我|(?<=[，,])\s*(?=现在|后来|如今|去年|今年|最近|上个月))(?:现在|如今|已经|刚|刚刚|最近|后来|上个月|去年|今年)?"
+            rf"搬(?:家)?(?:到了|到|去了|去|回了|回到|回)(?P<v>{_ZH_VALUE}{{1,20}})"
         ),
         _zh_home,
     ),
     (re.compile(rf"我(?:老家)?来自(?P<v>{_ZH_VALUE}{{1,20}})"), _zh_hometown),
+    (re.compile(r"我是(?:一名|一位|一个|个)?来自(?P<v>[^的，。！？,.!?]{1,10})的"), _zh_hometown),  # 来自成都的大学生
+    (re.compile(r"我(?:是)?(?:从小)?(?:在|于)(?P<v>[\u4e00-\u9fff]{2,8}?)(?:出生|长大)"),
+     lambda m: _zh_hometown(m) if _is_place_zh(m["v"]) else None),
+    (re.compile(r"我家(?:住)?在(?P<v>[\u4e00-\u9fff]{2,6}?)(?=[，,。！!？?；;\s]|$|的)"),
+     lambda m: _zh_home(m) if _is_place_zh(m["v"]) else None),
     (re.compile(r"我(?:老家)?是(?P<v>[\u4e00-\u9fff]{2,5}?)人(?![\u4e00-\u9fff])"), _zh_hometown_ren),
     (re.compile(rf"我(?:现在|目前|一直)?在(?P<v>{_ZH_VALUE}{{1,20}}?)(?:工作|上班|任职|实习)"), _zh_work),
     (
@@ -744,10 +785,10 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
                 rf"(?P<v>{_ZH_VALUE}{{1,24}})"),
      lambda m: _kin_birthday(m, zh=True)),
     # 我媳妇叫小美，她生日是腊月初八: the one just named, by a pronoun, in the same sentence
-    (re.compile(rf"我(?:的|家)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|老妈|老爸|妈|爸|哥|姐|弟|妹)(?![的生])"
-                rf"[^。！？!?；;]{{1,20}}?[，,]\s*(?:而且|并且|然后)?[她他](?:的)?生日(?:是|在|[:：])?"
-                rf"(?P<v>{_ZH_VALUE}{{1,24}})"),
-     lambda m: _kin_birthday(m, zh=True)),
+    (re.compile(rf"我(?:的|家)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|老妈|老爸|妈|爸|哥|姐|弟|妹)"
+                rf"(?:叫|名叫|今年|已经|快|是)[^，,。！？!?；;]{{1,12}}[，,]\s*(?:而且|并且|然后)?(?P<p>[她他])(?:的)?"
+                rf"生日(?:是|在|[:：])?(?P<v>{_ZH_VALUE}{{1,24}})"),
+     lambda m: _kin_birthday(m, zh=True) if _same_gender(m["r"], m["p"]) else None),
     # 你好，我是小雨: a short name right after a greeting (我是 alone also says what one is: 我是学生)
     (re.compile(r"(?:你好|您好|嗨|哈喽|hi|hello)[，,！!。~\s]*我是(?P<v>[\u4e00-\u9fff]{2,3})(?=[，,。！!~\s]|$)",
                 re.I),
@@ -903,11 +944,13 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
                    rf"(?P<v>{_EN_VALUE}{{1,40}})"),
         lambda m: _kin_birthday(m, zh=False),
     ),
-    (  # "My wife is Emma and her birthday is March 3rd": the one just named, by a pronoun, in the same sentence
-        re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}))(?!'s)\b[^.!?;]{{1,40}}?"
-                   r"(?i:,?\s*(?:and )?(?:her|his) birthday is(?: on)?)\s+"
+    (  # "My wife is Emma and her birthday is March 3rd": the one just named (or aged, or placed), by a pronoun
+        re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}))"
+                   r"\s+(?:is\s+(?:called\s+|named\s+)?[A-Z][a-z]+|is\s+\d{1,3}(?:\s+years\s+old)?"
+                   r"|lives\s+in\s+[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)"
+                   r"(?i:,?\s*(?:and )?(?P<p>her|his) birthday is(?: on)?)\s+"
                    rf"(?P<v>{_EN_VALUE}{{1,40}})"),
-        lambda m: _kin_birthday(m, zh=False),
+        lambda m: _kin_birthday(m, zh=False) if _same_gender(m["r"], m["p"]) else None,
     ),
     (
         re.compile(rf"(?i:\bmy birthday is(?: on)?|{_EN_WHO} was born on)\s+(?P<v>{_EN_VALUE}{{1,40}})"),
@@ -924,10 +967,13 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
                    r"\s+(?P<v>[A-Z][A-Za-z'\-]*(?:\s+[A-Z][A-Za-z'\-]*)?)"),
         lambda m: _named(m["r"], m["v"], zh=False),
     ),
-    (  # "My husband is Tom and his birthday is…", "my dog is Max.": a capitalised name alone after "is"
+    (  # "My husband is Tom and his birthday is…", "My wife is Emma, she…": a capitalised name, then he/she
         re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}|{_EN_PETS}) is)"
-                   r" (?P<v>[A-Z][a-z\-]+)(?=\s*(?:[,.!;]|$)|\s+(?:and|but|who|so)\b)"),
-        lambda m: None if _no_name(m["v"]) or _NOT_NAME_ENDING.search(m["v"]) else _named(m["r"], m["v"], zh=False),
+                   r" (?P<v>[A-Z][a-z\-]+)(?=\s*,?\s*(?:and\s+|but\s+)?(?i:he|she|his|her)\b)"),
+        lambda m: None if _no_name(m["v"]) or _NOT_NAME_ENDING.search(m["v"]) or re.fullmatch(
+            rf"(?i)black|white|brown|republican|democrat|liberal|conservative|vegan|vegetarian|deaf|blind"
+            rf"|siamese|persian|tabby|calico|ginger|{BREEDS_EN}",
+            m["v"]) else _named(m["r"], m["v"], zh=False),
     ),
     (  # "My husband Tom is a firefighter", "my daughter Emma, who is 7", "our dog Max": the name right after
         re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}|{_EN_PETS}))"
@@ -1028,35 +1074,53 @@ def _restore_subjects(text: str) -> str:
 
 
 _LATIN_RE = re.compile(r"[A-Za-z]")
+_HAN_RE = re.compile(r"[\u4e00-\u9fff]")
 _EN_ABBREVIATION = re.compile(r"\b(St|Mt|Dr|Mr|Mrs|Ms|Jr|Sr|Inc|Co|Ltd|Corp)\.(?=\s)")
 
 
 _I_RE = re.compile(r"(?<![A-Za-z'])i(?![A-Za-z])")
 _PROPER_KEYS = re.compile(r"name|home_city|hometown|work_city|workplace|school|partner|(?:family|pet):.*")
 """Facts whose value is a name or a place: capitalized when the user wrote in capitals."""
+_NAMED_KEYS = re.compile(r"name|partner|(?:family|pet):.*")
+_SAYS_A_NAME = re.compile(r"(?i)\b(?:named|called|name is|name's|call me)\b")
+"""In capitals every word looks like a name ("MY WIFE LEFT ME", "HI I'M HUNGRY"): a name is kept only when the
+text says it is one."""
+_LETTERS = re.compile(r"[A-Za-z]+")
 
 
 def _shouted(text: str) -> bool:
-    """Written in capitals: six Latin letters or more, none of them lower case."""
+    """Written in capitals: six Latin letters or more, none of them lower case, and no Chinese (我住在NYC is
+    written as it should be)."""
     letters = [c for c in text if "A" <= c <= "Z" or "a" <= c <= "z"]
-    return len(letters) >= 6 and not any(c.islower() for c in letters)
+    return len(letters) >= 6 and not any(c.islower() for c in letters) and not _HAN_RE.search(text)
 
 
 def _truecased(text: str) -> str:
-    """Capitals read as a writer would have cased them, roughly: function words lower case, others capitalized
-    (a name or a place may be among them; the patterns that want a capital find one)."""
-    return _I_RE.sub("I", re.sub(r"[A-Za-z][A-Za-z'\-]*",
-                                 lambda w: w[0] if w[0] in EN_STOPWORDS else w[0].capitalize(), text.lower()))
+    """Capitals read as a writer would have cased them, roughly: function words in lower case, words of three
+    letters or fewer as written (NYC, IBM, UK), others capitalized (a name or a place may be among them; the
+    patterns that want a capital find one)."""
+    def word(w: re.Match[str]) -> str:
+        low = w[0].lower()
+        if low in EN_STOPWORDS:
+            return low
+        return w[0] if len(w[0]) <= 3 else _LETTERS.sub(lambda r: r[0].capitalize(), low)
+    return _I_RE.sub("I", re.sub(r"[A-Za-z][A-Za-z'\-]*", word, text))
 
 
 def _recased(item: Extracted) -> Extracted:
-    """An item read from ``_truecased`` text: a name or place capitalized, anything else in lower case."""
+    """An item read from ``_truecased`` text: a name capitalized (MARY-JANE is Mary-Jane), a place as read (NYC),
+    anything else in lower case."""
     if not _LATIN_RE.search(item.value):
         return item
-    if _PROPER_KEYS.fullmatch(item.key):
-        value = re.sub(r"[A-Za-z][A-Za-z'\-]*", lambda w: w[0].capitalize(), item.value)
+    if _NAMED_KEYS.fullmatch(item.key):
+        value = _LETTERS.sub(lambda r: r[0].capitalize(), item.value.lower())
+    elif _PROPER_KEYS.fullmatch(item.key):
+        if not re.search(r"\b[A-Z][a-z]{3,}", item.value):
+            return item  # NYC, IBM, the UK: as written
+        value = _LETTERS.sub(lambda r: r[0].capitalize() if r[0].isupper() else r[0], item.value)  # NEW York
     else:
         value = item.value.lower()
+        return replace(item, value=value, text=item.text[:1] + item.text[1:].lower())
     return replace(item, value=value, text=item.text.replace(item.value, value))
 
 
@@ -1064,12 +1128,17 @@ def extract_patterns(text: str) -> list[Extracted]:
     """Extract facts and preferences from (redacted) user text with Chinese and English patterns.
 
     One item per key: when a key matches twice ("我住在上海，后来搬到北京了"), the later one wins.
-    Items come in the order they appear in the text.
+    Items come in the order they appear in the text. Text in capitals ("MY NAME IS JOHN") is read as if cased.
     """
     if not text:
         return []
-    if _shouted(text):  # "MY NAME IS JOHN AND I LIVE IN BOSTON": read in lower case, names given their capitals
-        return [_recased(item) for item in extract_patterns(_truecased(text))]
+    if _shouted(text):
+        names = _SAYS_A_NAME.search(text) is not None
+        return [_recased(item) for item in _extract(_truecased(text)) if names or not _NAMED_KEYS.fullmatch(item.key)]
+    return _extract(text)
+
+
+def _extract(text: str) -> list[Extracted]:
     text = _EN_ABBREVIATION.sub(r"\1", _restore_subjects(text))  # "St. Mary's": the period ends no value
     found: dict[str, tuple[int, Extracted]] = {}
     # A table only runs on text that has its script: a scan that cannot match still costs time.

@@ -27,13 +27,13 @@ _ZH_TOPICS: list[tuple[str, str]] = [
      r"|护士长", "工作"),
     (r"男朋友|女朋友|男友|女友|对象|恋爱|分手|失恋|前任|老公|老婆|丈夫|妻子|婚姻|离婚", "感情"),
     (r"考试|成绩|学习|论文|作业|挂科|考研|高考|老师|学校|导师", "学业"),
-    (r"父母|爸妈|爸爸|妈妈|父亲|母亲|家里|家人|孩子|儿子|女儿", "家庭"),
+    (r"父母|爸妈|爸爸|妈妈|父亲|母亲|家里|家人|孩子|儿子|女儿|我妈|我爸", "家庭"),
     (r"生病|住院|医院|身体|体检|病了|疼", "健康"),
     (r"房贷|欠债|借钱|工资|钱|负债|还款", "经济"),
     (r"朋友|室友|同学|邻居", "人际关系"),
 ]
 _ZH_PEOPLE = (r"领导|老板|上司|经理|主管|老师|导师|父母|爸妈|爸爸|妈妈|同事|同学|朋友|室友|男朋友|女朋友|男友|女友|对象"
-              r"|老公|老婆|客户|家人|亲戚|邻居")
+              r"|老公|老婆|客户|家人|亲戚|邻居|我妈|我爸")
 _ZH_EVENTS: list[tuple[str, str]] = [
     (r"被(领导|老板|上司|经理|主管)[^，。！？]{0,12}?(?:骂|批评|训|否定|羞辱|指责|说)", "被{0}批评"),
     (r"被(老师|导师|父母|爸妈|爸爸|妈妈|同事)[^，。！？]{0,12}?(?:骂|批评|训|否定|羞辱|指责)", "被{0}批评"),
@@ -43,8 +43,9 @@ _ZH_EVENTS: list[tuple[str, str]] = [
     (rf"被({_ZH_PEOPLE})?[^，。！？被]{{0,4}}?(?:排挤|孤立|针对)", "被{0}排挤"),
     (rf"被({_ZH_PEOPLE})?[^，。！？被]{{0,4}}?(?:欺负|嫌弃)", "被{0}欺负"),
     (rf"被({_ZH_PEOPLE})?[^，。！？被]{{0,4}}?(?:冤枉|误会)", "被{0}冤枉"),
-    (rf"({_ZH_PEOPLE}|[\u4e00-\u9fff]{{0,2}}长)?[^，。！？]{{0,6}}?(?:挑我(?:的)?(?:毛病|刺)|找我(?:的)?茬)",
-     "被{0}挑剔"),
+    (rf"({_ZH_PEOPLE}|[院科校店组处局厂站部班]长|护士长)(?:还|又|也)?(?:老是|总是|老|总|一直|经常|天天|故意)?"
+     r"(?:挑我(?:的)?(?:毛病|刺)|找我(?:的)?茬)", "被{0}挑剔"),
+    (r"(?<![不没别])(?:挑我(?:的)?(?:毛病|刺)|找我(?:的)?茬)", "被挑剔"),
     (r"被裁|裁员|被辞退|被开除|被炒|炒鱿鱼|失业|丢了工作", "失去工作"),
     (r"分手|失恋|被\w{0,4}?甩", "分手"),
     (r"被\w{0,4}?拒绝", "被拒绝"),
@@ -88,8 +89,9 @@ _EN_EVENTS: list[tuple[str, str]] = [
      r"|chewed me out|told me off|(?:got|was|been|being|get) (?:scolded|chewed out|told off)|critici[sz]ed me",
      "being criticised"),
     (r"(?:got|was|been|being|get) bullied|bull(?:ied|ying) me", "bullying"),
-    (r"(boss|manager|supervisor|principal|teacher|professor|coach|colleague|coworker)\b[^,.!?]{0,20}?"
-     r"\bpick(?:s|ed|ing)? on me", "being picked on by their {0}"),
+    (r"(?<!')(boss|manager|supervisor|principal|teacher|professor|coach|colleague|coworker)"
+     r"(?:\s+(?:always|keeps|kept|constantly|still|just|has been|is|was))*\s+pick(?:s|ed|ing)? on me",
+     "being picked on by their {0}"),
     (r"pick(?:s|ed|ing)? on me", "being picked on"),
     (r"rejected me|got rejected|was rejected", "a rejection"),
     (r"laid off|got fired|was fired|lost my job", "losing their job"),
@@ -147,13 +149,18 @@ _EN_WORD_RE = re.compile(r"[a-z][a-z'-]{2,}", re.I)
 """Words of three letters or more: dog, cat, job and mom are what a later question names."""
 
 
+_THEIR = {"我妈": "妈妈", "我爸": "爸爸"}
+"""The user's words for a person, as the summary names them (被我妈骂 → 被妈妈批评)."""
+
+
 def _first(table: list[tuple[re.Pattern[str], str]], text: str) -> str:
     for rx, term in table:
         m = rx.search(text)
         if m:
             groups = [g for g in m.groups() if g]
-            return term.format(*(g.lower() for g in groups)) if "{0}" in term and groups else term.replace(
-                "与{0}", "与人").replace("their {0}", "someone").replace("{0}", "")
+            if "{0}" in term and groups:
+                return term.format(*(_THEIR.get(g, g).lower() for g in groups))
+            return term.replace("与{0}", "与人").replace("their {0}", "someone").replace("{0}", "")
     return ""
 
 

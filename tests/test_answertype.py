@@ -146,7 +146,7 @@ def test_context_refuses_an_answer_weight_outside_the_unit_interval() -> None:
     ("帮我查一下我的状态怎么样", False), ("最近我的状态怎么样", True), ("你觉得我的状态怎么样？", True),
     # something chosen to suit the mood names it, but does not ask about it
     ("What music fits my mood?", False), ("推荐点适合我心情的歌", False), ("A movie for my mood tonight?", False),
-    ("How is my mood lately?", True), ("我最近心情不好，适合做什么？", True)])
+    ("How is my mood lately?", True), ("我最近心情不好，适合做什么？", True), ("What's wrong with my mood?", True)])
 def test_a_question_about_how_the_user_felt(query: str, feeling: bool) -> None:
     assert asks_feeling(query) is feeling
     assert asks_when(query) == ("when" if query in ("When was I sad?", "我什么时候心情不好？") else None)
@@ -322,7 +322,7 @@ def test_a_question_about_plans_lists_what_lies_ahead_soonest_first(backend: str
     ("我的生日是哪天", ("birthday",)), ("When is my birthday?", ("birthday",)), ("我住在哪里", ("home_city",)),
     ("What is my birthday?", ("birthday",)), ("我生日啥时候", ("birthday",)), ("我生日在哪个月", ("birthday",)),
     ("Do you remember my birthday?", ("birthday",)), ("What should I do for my birthday?", ()),
-    ("我生日想去哪玩", ()),
+    ("我生日想去哪玩", ()), ("Do you remember my birthday party last year?", ()), ("What's my birthday wish?", ()),
     ("Where do I live?", ("home_city",)), ("Where am I from?", ("hometown",)), ("我是做什么的", ("job",)),
     ("What do I do for work?", ("job",)), ("我在哪上班", ("workplace", "work_city")), ("我对什么过敏", ("allergy:",)),
     ("What am I allergic to?", ("allergy:",)), ("我在学什么", ("learning:",)), ("我老婆叫什么", ("partner",)),

@@ -70,14 +70,17 @@ def test_negative_texts(text: str) -> None:
         "I'm not crying", "我不想哭", "哭笑不得", "他总是哭穷", "笑哭了", "哭死我了，太好笑了", "孩子哭闹",
         "The car died on the highway and I was tired", "the battery died and I'm tired", "my battery died",
         "My phone died", "my car died and I'm tired",
-        "这个架子撑不住那么重的东西", "我并不特别难过", "别难过",
+        "这个架子撑不住那么重的东西", "我并不特别难过", "别难过", "我不是特别难过", "没有特别难过",
+        "笑得我快撑不住了", "这顿饭我快撑不住了，吃太饱了", "扛不住了，太好吃了", "手机电量快撑不住了",
+        "Pick on me, I can take it",
     ],
 )
 def test_not_negative(text: str) -> None:
     assert detect_emotion(text).label != "negative"
 
 
-@pytest.mark.parametrize("text", ["我今天好开心！", "I'm so happy, I got promoted", "太好了，面试通过了"])
+@pytest.mark.parametrize("text", ["我今天好开心！", "I'm so happy, I got promoted", "太好了，面试通过了",
+                                  "没下雨格外开心", "考试没挂格外开心"])  # the 没 negates no feeling
 def test_positive_texts(text: str) -> None:
     assert detect_emotion(text).label == "positive"
 

@@ -420,13 +420,37 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         ("My mom lives in Ohio, her birthday is May 5.", {"birthday:mom": "May 5"}),
         ("My son is 5 and his birthday is next week", {}),
         ("My husband is Tom and his birthday is October 12", {"partner": "Tom", "birthday:husband": "October 12"}),
-        ("My dog is Max.", {"pet:dog": "Max"}), ("My wife is Japanese.", {}), ("My husband is Amazing", {}),
-        ("My dad is Retired", {}),
-        ("我媳妇叫小丽", {"partner": "小丽"}), ("我姥姥叫王桂兰", {"family:姥姥": "王桂兰"}),
+        ("My wife is Emma, she is a nurse", {"partner": "Emma"}), ("My wife is Japanese.", {}),
+        ("My husband is Amazing", {}), ("My dad is Retired", {}), ("My wife is Black", {}),
+        ("My cat is Siamese and she is cute", {}), ("My husband is Republican and he votes", {}),
+        # a pronoun's birthday only for the one just named or aged, of the pronoun's gender
+        ("我妈有个朋友，她生日是5月1日", {}), ("我妈和我爸吵架了，他生日是12月1号", {}),
+        ("我媳妇叫小美，他生日是5月1日", {"partner": "小美"}), ("My mom met a guy and his birthday is June 3", {}),
+        ("My brother is dating Sarah and her birthday is April 1", {}),
+        ("我孩子今年3岁，他生日是6月1日", {"birthday:孩子": "6月1日"}),
+        ("我媳妇叫小丽", {"partner": "小丽"}),
+        # where one lives is a city, not "near the office"; moved, grew up, 我家在, 来自…的
+        ("我住在公司附近", {}), ("我住在学校旁边", {}), ("我住在朋友家", {}), ("我住在宿舍", {}),
+        ("我现在住在杭州西湖附近", {"home_city": "杭州西湖"}), ("我住在朝阳区", {"home_city": "朝阳区"}),
+        ("我以前住在北京，现在搬到上海了", {"home_city": "上海"}), ("我家在杭州", {"home_city": "杭州"}),
+        ("我家在三楼", {}), ("我是在北京长大的", {"hometown": "北京"}), ("我在农村长大", {}),
+        ("我是一名来自成都的大学生", {"hometown": "成都", "job": "大学生"}),
+        ("我姥姥叫王桂兰", {"family:姥姥": "王桂兰"}),
         # written in capitals: read as if cased, names and places capitalised, the rest in lower case
         ("MY NAME IS JOHN AND I LIVE IN BOSTON.", {"name": "John", "home_city": "Boston"}),
         ("MY DOG IS CALLED MAX", {"pet:dog": "Max"}), ("I'M ALLERGIC TO PEANUTS", {"allergy:peanuts": "peanuts"}),
         ("I'M A NURSE AND I WORK IN NEW YORK", {"job": "nurse", "work_city": "New York"}), ("OK THANKS", {}),
+        ("X O X O X O", {}), ("I I I I I I", {}),  # letters alone: no endless re-reading
+        ("MY WIFE LEFT ME", {}), ("MY DOG DIED", {}), ("HI I'M HUNGRY", {}),  # capitals are no names
+        ("I WORK AT IBM", {"workplace": "IBM"}), ("I LIVE IN THE UK", {"home_city": "the UK"}),
+        ("MY NAME IS MARY-JANE", {"name": "Mary-Jane"}),
+        ("我住在NYC，在IBM上班", {"home_city": "NYC", "workplace": "IBM"}),
+        # a job imagined, left, or in a dream; 学校 is no 学着
+        ("我在学校当老师", {"job": "老师", "workplace": "学校"}), ("如果我是医生有多好", {}),
+        ("我是老师已经退休了", {}),
+        ("我是老师，已经退休了", {}), ("我梦见我是老师已经十年了", {}), ("我在做梦当老师", {}),
+        ("I work in ER", {}), ("I work in Nursing", {}), ("I work in Mental Health", {}),
+        ("I work in LA", {"work_city": "LA"}),
         # teaching a year or a school's subject; working in a city, not in a field
         ("I teach 5th grade.", {"job": "5th grade teacher"}), ("I teach high school math.",
                                                                 {"job": "high school math teacher"}),
