@@ -25,6 +25,7 @@ from mneme.endpoint_attempts import counting
 from mneme.errors import InvalidInputError, JournalWriteError, ModelUnavailableError
 from mneme.graph import degraded, memory_only
 from mneme.graph.context import Context, resolve_context, thread_id_of
+from mneme.graph.referents import resolve_pronoun
 from mneme.graph.state import State
 from mneme.graph.trimming import summary_messages
 from mneme.memory.lowvalue import is_low_value
@@ -108,13 +109,14 @@ def _rewrite_plan(
         return message, None
     if is_low_value(message) in _NOTHING_TO_RESOLVE:  # "谢谢！", "bye", "哈哈": nothing to recall, nothing to rewrite
         return message, None
+    fallback = _expand_without_model(message, history, recent_history(state["messages"], REFERENT_TURNS))
     if model is None:
-        return _expand_without_model(message, history), None
+        return fallback, None
     prompt: list[BaseMessage] = [
         SystemMessage(REWRITE_SYSTEM),
         HumanMessage(REWRITE_USER.format(history=_with_summary(state, _transcript(history)), message=message)),
     ]
-    return message, prompt
+    return fallback, prompt  # the fallback, should the model fail
 
 
 _NOTHING_TO_RESOLVE = frozenset({"thanks", "farewell", "laughter", "emoji", "punctuation", "empty"})
@@ -122,9 +124,19 @@ _NOTHING_TO_RESOLVE = frozenset({"thanks", "farewell", "laughter", "emoji", "pun
 ("要我帮你回忆一下上次那家餐厅吗？"), which the rewrite turns into the query it accepts."""
 
 
-def _expand_without_model(message: str, history: list[BaseMessage]) -> str:
-    """Memory-only rewrite: a short follow-up with a reference borrows the previous user message's words (not a
-    low-value one: "ok then" stays as it is, nothing is recalled for it)."""
+REFERENT_TURNS = 10
+"""How many of the user's turns back a pronoun's family member is looked for ("我女儿叫小美" … three turns about
+other things … "她喜欢什么？"): more than the rewrite's ``recent_turns``, since a person named stays the referent."""
+
+
+def _expand_without_model(message: str, history: list[BaseMessage], longer: list[BaseMessage]) -> str:
+    """Rewrite without a model (memory-only, or the rewrite model failed): 她 / "his" as the family member the user
+    named last in ``longer`` ("她喜欢什么？" → "我女儿喜欢什么？": ``referents``); else a short follow-up with a
+    reference borrows the previous user message's words from ``history`` (not a low-value one: "ok then" stays as it
+    is, nothing is recalled for it)."""
+    resolved = resolve_pronoun(message, [text_of(m) for m in longer if isinstance(m, HumanMessage)])
+    if resolved is not None:
+        return resolved
     previous = next((text_of(m) for m in reversed(history) if isinstance(m, HumanMessage)), "")
     if previous and len(message) <= 40 and _REFERENCE.search(message) and not is_low_value(message):
         return f"{previous} {message}"
@@ -364,10 +376,14 @@ def _write_plan(state: State, ctx: Context, model: BaseChatModel | None,
     # Memory-only replies only echo what was recalled: storing them would nest old memories in new ones.
     from_memory = model is None or degraded.MODEL_UNAVAILABLE in (state.get("degraded") or [])
     answer = "" if from_memory else degraded.without_lines(state.get("answer", ""))
+    # the turn's search context: the reply it answers, and who its 她 / "his" is ("她特别喜欢画画" is found by
+    # "我女儿喜欢什么？" once it is also searched as "我女儿特别喜欢画画"; the stored text stays as said)
+    said = [text_of(m) for m in recent_history(messages[:-1], REFERENT_TURNS) if isinstance(m, HumanMessage)]
+    context = ["" if model is None else previous_reply(messages), resolve_pronoun(user_text, said) or ""]
     return None, {
         "user_text": user_text, "assistant_text": answer, "thread_id": thread_id_of(config),
         "turn_ids": [m.id for m in messages[-2:] if m.id], "model": model,
-        "previous_reply": "" if model is None else previous_reply(messages),
+        "previous_reply": "\n".join(c for c in context if c),
     }
 
 

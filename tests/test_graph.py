@@ -93,6 +93,25 @@ def test_memory_only_graph_recalls_across_threads_and_isolates_users(store: InPr
     assert "豆豆" not in say(graph, "我的猫叫什么名字？", user="bob", thread="c")["answer"]
 
 
+def test_memory_only_graph_puts_the_family_member_for_a_pronoun(store: InProcessStore) -> None:
+    """Without a model, "她" is the daughter named turns before: the question is asked about her, and a turn that
+    tells of her by the pronoun is searched as telling of her (its stored words unchanged)."""
+    from mneme.memory.base import Kind
+
+    graph = build_graph(store=store, checkpointer=InMemorySaver())
+    for text in ("我女儿叫小美，今年六岁", "她特别喜欢画画", "我老公在华为上班", "他经常加班到很晚"):
+        say(graph, text, user="mom", thread="t")
+    asked = say(graph, "她叫什么来着？", user="mom", thread="t", write_memory=False)
+    assert asked["query"] == "我女儿叫什么来着？"
+    assert "小美" in asked["answer"].splitlines()[2]  # the first memory listed
+    told = {r.text.splitlines()[0]: r for r in store.scan("mom", kinds=[Kind.EPISODIC])}
+    assert told["user: 她特别喜欢画画"].metadata["context"] == "我女儿特别喜欢画画"
+    assert told["user: 他经常加班到很晚"].metadata["context"] == "我老公经常加班到很晚"
+    assert "context" not in told["user: 我老公在华为上班"].metadata
+    other = say(graph, "她叫什么来着？", user="mom", thread="new", write_memory=False)  # no one named there
+    assert other["query"] == "她叫什么来着？"
+
+
 def test_async_and_sync_runs_agree(store: InProcessStore) -> None:
     graph = build_graph(store=store, clock=FixedClock(T0))
     say(graph, "I like green tea", user="alice", thread="a")

@@ -108,11 +108,43 @@ def test_rewrite_sees_only_recent_turns() -> None:
     assert "北京" in prompt and "上海" not in prompt
 
 
-def test_rewrite_falls_back_to_the_message_when_the_model_fails() -> None:
+def test_rewrite_falls_back_to_the_rewrite_without_a_model_when_the_model_fails() -> None:
     model = FakeChatModel(responses=[RuntimeError("rate limited")])
     messages = [HumanMessage("I like tea"), AIMessage("Noted."), HumanMessage("Why do I like it?")]
     out = run(nodes.rewrite_query({"messages": messages}, cfg(), rt(), model=model))
-    assert out["query"] == "Why do I like it?"
+    assert out["query"] == "I like tea Why do I like it?"  # what "it" is, as memory-only mode borrows it
+    model = FakeChatModel(responses=[RuntimeError("rate limited")])
+    messages = [HumanMessage("Where do I live?"), AIMessage("Berlin."), HumanMessage("What is the capital of Peru?")]
+    out = run(nodes.rewrite_query({"messages": messages}, cfg(), rt(), model=model))
+    assert out["query"] == "What is the capital of Peru?"  # standing alone: as written
+
+
+@pytest.mark.parametrize(("earlier", "follow_up", "standalone"), [
+    (["我女儿叫小美，今年六岁", "我老公在华为上班"], "她喜欢什么？", "我女儿喜欢什么？"),
+    (["我女儿叫小美，今年六岁", "我老公在华为上班"], "他在哪上班？", "我老公在哪上班？"),
+    (["我妈下个月过生日"], "她的生日是哪天", "我妈的生日是哪天"),
+    (["My daughter Emma is 6", "My husband is Tom"], "What's her name?", "What's my daughter's name?"),
+    (["My daughter Emma is 6", "My husband is Tom"], "When is his birthday?", "When is my husband's birthday?"),
+    (["My daughter Emma is 6"], "What did I buy her for Christmas?", "What did I buy my daughter for Christmas?"),
+    (["My kid starts school soon"], "How old is he?", "How old is my kid?"),  # kid: either
+])
+def test_rewrite_without_a_model_puts_the_family_member_for_the_pronoun(
+        earlier: list[str], follow_up: str, standalone: str) -> None:
+    thread: list[Any] = [m for text in earlier for m in (HumanMessage(text), AIMessage("好的"))]
+    out = run(nodes.rewrite_query({"messages": [*thread, HumanMessage(follow_up)]}, cfg(), rt(), model=None))
+    assert out["query"] == standalone
+
+
+@pytest.mark.parametrize(("earlier", "follow_up"), [
+    (["我们去公园了"], "她喜欢什么？"),  # no one named: the previous message is borrowed, as before
+    (["我女儿叫小美"], "他在哪上班？"),  # 他 is not the daughter
+    (["我女儿叫小美"], "我老公说他明天加班"),  # the follow-up names its own referent
+    (["我女儿叫小美"], "他们去哪了？"),  # a group
+])
+def test_rewrite_without_a_model_leaves_a_pronoun_without_a_referent(earlier: list[str], follow_up: str) -> None:
+    thread: list[Any] = [m for text in earlier for m in (HumanMessage(text), AIMessage("好的"))]
+    out = run(nodes.rewrite_query({"messages": [*thread, HumanMessage(follow_up)]}, cfg(), rt(), model=None))
+    assert "女儿" not in out["query"].replace(earlier[-1], "")
 
 
 def test_memory_only_rewrite_borrows_the_previous_message_for_a_reference() -> None:
