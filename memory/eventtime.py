@@ -43,7 +43,7 @@ PLAN_RE = re.compile(
     r"|期待|备考"
     r"|\b(?:will|shall|going to|gonna|plan(?:ning|s)? to|about to|intend(?:s|ing)? to|scheduled"
     r"|training for|prepar(?:e|es|ing) for|getting ready for|looking forward to|coming up|upcoming|can'?t wait)\b"
-    r"|'ll\b",
+    r"|'ll\b|\b(?:i'm|i am|we're|we are) (?:going|heading|flying|driving) (?:home|to|back|away|out)\b",
     re.IGNORECASE)
 """Words that make a sentence a plan: a date without a year in it lies ahead, not behind."""
 
@@ -79,7 +79,9 @@ def _span(text: str, said_at: float, named: list[bool] | None = None) -> tuple[f
     return window.start, window.end
 
 
-_NAMES_YEAR = re.compile(r"(?i)年|\byear\b|\b(?:last|this)\s+[a-z]")
+LUNAR_SHIFT_DAYS = 45
+"""How far a holiday's next occurrence may lie from one calendar year on (春节 moves by up to ~20 days)."""
+_NAMES_YEAR = re.compile(r"(?i)(?<!过)年|\byear\b|\b(?:last|this)\s+[a-z]")
 """An expression that says which year (去年三月, "last December"): a plan does not move it."""
 _PAST_PLAN = re.compile(
     r"(?i)\b(?:was|were|had been|had)\s+(?:\w+\s+)?(?:looking forward|preparing|training|getting ready|planning)"
@@ -114,8 +116,8 @@ def _ahead(text: str, said_at: float, window: TimeWindow) -> TimeWindow:
         one_year_on = start.replace(year=start.year + 1)
     except ValueError:
         return window
-    if datetime.fromtimestamp(moved.start, UTC).date() != one_year_on:
-        return window
+    if abs((datetime.fromtimestamp(moved.start, UTC).date() - one_year_on).days) > LUNAR_SHIFT_DAYS:
+        return window  # a lunar holiday (春节, 寒假) falls up to a few weeks apart from one year to the next
     # "昨天" / "上个月" / "three days ago" a year later are also one year on: a relative expression names yet
     # another span when said a day or a month later, a date without a year only this one or its next occurrence
     for days in (1, 32):

@@ -147,8 +147,14 @@ _CITY_NAMES = (
 _CN_CITIES = frozenset(_CITY_NAMES.split("|"))
 
 
+_NOT_A_PLACE_ZH = re.compile(r"超市|城市|门市|菜市|股市|夜市|小区|景区|社区|园区|校区|城区|市区|郊区|山区|灾区"
+                             r"|^[开做卖逛去在到]")
+"""Words ending like a place name that name none (超市, 城市, 小区; 开超市 is a doing)."""
+
+
 def _is_place_zh(value: str) -> bool:
-    return value in _CN_CITIES or value.endswith(("市", "省", "县", "区", "州")) and len(value) <= 6
+    return value in _CN_CITIES or (value.endswith(("市", "省", "县", "区", "州")) and len(value) <= 6
+                                   and not _NOT_A_PLACE_ZH.search(value))
 
 
 def _fact(key: str, value: str, text: str) -> Extracted | None:
@@ -540,6 +546,9 @@ marketing sales finance tech technology healthcare health care education retail 
 insurance banking research engineering design media advertising consulting law accounting operations logistics
 security production management publishing journalism software support admin administration science pharma fashion
 medicine mental higher public private social human animal early special excel word photoshop python java sql
+nursing teaching tutoring training banking consulting accounting advertising publishing manufacturing computing
+programming printing catering farming mining shipping trading retailing recruiting lending marketing engineering
+health education childhood care services service development
 january february march april may june july august september october november december spring summer autumn fall
 winter
 """
@@ -549,10 +558,10 @@ _FIELDS = frozenset(_FIELD_WORDS.split()) | {"customer service", "real estate", 
 
 def _en_work_city(m: re.Match[str]) -> Extracted | None:
     v = _clean_en(m["v"], max_words=3)
-    first = v.split()[0] if v else ""
-    if (not v or v.casefold() in _FIELDS or first.casefold() in _FIELDS or first.endswith("ing")
+    words = v.casefold().split()
+    if (not v or v.casefold() in _FIELDS or all(w in _FIELDS for w in words)
             or re.fullmatch(r"[A-Z]{1,3}", v) and v not in ("NYC", "LA", "DC", "SF", "UK", "HK", "US", "USA")):
-        return None  # "I work in Marketing", "in Nursing", "in ER" / "ICU"
+        return None  # "I work in Marketing", "in Nursing", "in Mental Health", "in ER" / "ICU"
     return _fact("work_city", v, f"The user works in {v}")
 
 
@@ -751,13 +760,14 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     ),
     (
         re.compile(
-            rf"(?:我|(?<=[，,])\s*(?=现在|后来|如今|去年|今年|最近|上个月))(?:现在|如今|已经|刚|刚刚|最近|后来|上个月|去年|今年)?"
+            rf"我(?:现在|如今|已经|刚|刚刚|最近|后来|上个月|去年|今年)?"
             rf"搬(?:家)?(?:到了|到|去了|去|回了|回到|回)(?P<v>{_ZH_VALUE}{{1,20}})"
         ),
         _zh_home,
     ),
     (re.compile(rf"我(?:老家)?来自(?P<v>{_ZH_VALUE}{{1,20}})"), _zh_hometown),
-    (re.compile(r"我是(?:一名|一位|一个|个)?来自(?P<v>[^的，。！？,.!?]{1,10})的"), _zh_hometown),  # 来自成都的大学生
+    (re.compile(r"我是(?:一名|一位|一个|个)?来自(?P<v>[^的，。！？,.!?]{1,10})的"),  # 来自成都的大学生
+     lambda m: _zh_hometown(m) if _is_place_zh(m["v"]) else None),
     (re.compile(r"我(?:是)?(?:从小)?(?:在|于)(?P<v>[\u4e00-\u9fff]{2,8}?)(?:出生|长大)"),
      lambda m: _zh_hometown(m) if _is_place_zh(m["v"]) else None),
     (re.compile(r"我家(?:住)?在(?P<v>[\u4e00-\u9fff]{2,6}?)(?=[，,。！!？?；;\s]|$|的)"),
@@ -946,7 +956,7 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     ),
     (  # "My wife is Emma and her birthday is March 3rd": the one just named (or aged, or placed), by a pronoun
         re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}))"
-                   r"\s+(?:is\s+(?:called\s+|named\s+)?[A-Z][a-z]+|is\s+\d{1,3}(?:\s+years\s+old)?"
+                   r"\s+(?:is\s+(?:called\s+|named\s+)?[A-Z][a-z]+|is\s+\d{1,3}(?:\s+years\s+old)?|is\s+[a-z]+"
                    r"|lives\s+in\s+[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)"
                    r"(?i:,?\s*(?:and )?(?P<p>her|his) birthday is(?: on)?)\s+"
                    rf"(?P<v>{_EN_VALUE}{{1,40}})"),
@@ -969,7 +979,7 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     ),
     (  # "My husband is Tom and his birthday is…", "My wife is Emma, she…": a capitalised name, then he/she
         re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}|{_EN_PETS}) is)"
-                   r" (?P<v>[A-Z][a-z\-]+)(?=\s*,?\s*(?:and\s+|but\s+)?(?i:he|she|his|her)\b)"),
+                   r" (?P<v>[A-Z][a-z\-]+)(?=\s*,?\s*(?:and\s+|but\s+)?(?i:he|she|his|her|they|their)\b)"),
         lambda m: None if _no_name(m["v"]) or _NOT_NAME_ENDING.search(m["v"]) or re.fullmatch(
             rf"(?i)black|white|brown|republican|democrat|liberal|conservative|vegan|vegetarian|deaf|blind"
             rf"|siamese|persian|tabby|calico|ginger|{BREEDS_EN}",
@@ -1044,7 +1054,7 @@ _ZH_NAMES_OTHER = re.compile(r"^\s*我(?!的名字|的姓名|小名|现在|目�
 """我表哥叫李明, 我闺蜜叫小美: a clause naming someone else (我叫, 我的名字叫 name the user)."""
 """A clause about someone or something else ("我的女儿叫朵朵", "她…"): the clauses after it are not about the user."""
 _ZH_DROPPED_SUBJECT = re.compile(
-    r"^(?:今年|现在|目前|也|还|最|后来|刚刚?|已经|最近)?(?:住|搬|在[^，,]{1,20}?(?:工作|上班)|是一名|是一位|喜欢|不喜欢|讨厌|来自|的生日|"
+    r"^(?:今年|去年|上个月|现在|如今|目前|也|还|最|后来|刚刚?|已经|最近)?(?:住|搬|在[^，,]{1,20}?(?:工作|上班)|是一名|是一位|喜欢|不喜欢|讨厌|来自|的生日|"
     rf"在[^，,]{{1,12}}?(?:做|当){_ZH_JOB_TITLE}|在[^，,]{{1,12}}?(?:读书|上学|念书|读大学|上大学|读研|读博)|"
     r"[0-9一二三四五六七八九十]{1,3}岁|是做|对[^，,]{1,12}过敏|不吃|吃素|"
     rf"{_ZH_IS}{_ZH_JOB_TITLE})"
@@ -1075,7 +1085,7 @@ def _restore_subjects(text: str) -> str:
 
 _LATIN_RE = re.compile(r"[A-Za-z]")
 _HAN_RE = re.compile(r"[\u4e00-\u9fff]")
-_EN_ABBREVIATION = re.compile(r"\b(St|Mt|Dr|Mr|Mrs|Ms|Jr|Sr|Inc|Co|Ltd|Corp)\.(?=\s)")
+_EN_ABBREVIATION = re.compile(r"\b((?i:St|Mt|Dr|Mr|Mrs|Ms|Jr|Sr|Inc|Co|Ltd|Corp))\.(?=\s)")
 
 
 _I_RE = re.compile(r"(?<![A-Za-z'])i(?![A-Za-z])")
@@ -1086,6 +1096,23 @@ _SAYS_A_NAME = re.compile(r"(?i)\b(?:named|called|name is|name's|call me)\b")
 """In capitals every word looks like a name ("MY WIFE LEFT ME", "HI I'M HUNGRY"): a name is kept only when the
 text says it is one."""
 _LETTERS = re.compile(r"[A-Za-z]+")
+
+
+_ACRONYM_WORDS = """
+NYC DC SF LA UK US USA UAE EU UN IBM ABC NBC CBS BBC CNN NHS MIT UCL NYU UCLA USC IKEA AT&T
+NASA FBI CIA ICU ER HR IT PR QA
+"""
+_ACRONYMS = frozenset(_ACRONYM_WORDS.split())
+"""Short words in capitals that stay so: a word without a vowel is one too (NYC, DC, HSBC)."""
+
+
+_TITLES = frozenset({"ST", "MT", "DR", "MR", "MRS", "MS", "JR", "SR"})
+"""Abbreviations without a vowel that are words, not acronyms: ST. LOUIS is St Louis."""
+
+
+def _keeps_capitals(word: str) -> bool:
+    """A short word in capitals that stays so: a known acronym, or one without a vowel (HSBC; not GYM)."""
+    return len(word) <= 4 and (word in _ACRONYMS or not re.search(r"[AEIOUY]", word)) and word not in _TITLES
 
 
 def _shouted(text: str) -> bool:
@@ -1103,7 +1130,9 @@ def _truecased(text: str) -> str:
         low = w[0].lower()
         if low in EN_STOPWORDS:
             return low
-        return w[0] if len(w[0]) <= 3 else _LETTERS.sub(lambda r: r[0].capitalize(), low)
+        if _keeps_capitals(w[0]):
+            return w[0]  # NYC, IBM, BBC
+        return _LETTERS.sub(lambda r: r[0].capitalize(), low)
     return _I_RE.sub("I", re.sub(r"[A-Za-z][A-Za-z'\-]*", word, text))
 
 
@@ -1117,7 +1146,8 @@ def _recased(item: Extracted) -> Extracted:
     elif _PROPER_KEYS.fullmatch(item.key):
         if not re.search(r"\b[A-Z][a-z]{3,}", item.value):
             return item  # NYC, IBM, the UK: as written
-        value = _LETTERS.sub(lambda r: r[0].capitalize() if r[0].isupper() else r[0], item.value)  # NEW York
+        value = _LETTERS.sub(lambda r: r[0].capitalize() if r[0].isupper() and not _keeps_capitals(r[0]) else r[0],
+                             item.value)  # NEW York, ABC News
     else:
         value = item.value.lower()
         return replace(item, value=value, text=item.text[:1] + item.text[1:].lower())

@@ -167,6 +167,11 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
     ("我打算3月去日本，已经请好假了", (date(2025, 3, 1), date(2025, 4, 1))),
     ("我要去日本了，3月出发", (date(2025, 3, 1), date(2025, 4, 1))),
     ("我已经报名了，4月要去跑马拉松", (date(2025, 4, 1), date(2025, 5, 1))),
+    # breaks: 寒假 moves with 春节 (除夕 2025 is 28 January), a break one is heading home for lies ahead
+    ("寒假打算去哈尔滨", (date(2025, 1, 7), date(2025, 2, 18))),
+    ("暑假我要去云南", (date(2024, 7, 1), date(2024, 9, 1))), ("暑假我去了云南", (date(2023, 7, 1), date(2023, 9, 1))),
+    ("I'm going home for winter break", (date(2024, 12, 18), date(2025, 1, 6))),
+    ("I'm going through a hard time since Christmas", (date(2023, 12, 25), date(2023, 12, 26))),
 ])
 def test_a_plan_names_the_next_such_date_what_happened_the_last(text: str, expected: tuple[date, date]) -> None:
     assert days(event_span(text, MAY_10)) == expected

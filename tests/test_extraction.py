@@ -434,7 +434,8 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         ("我现在住在杭州西湖附近", {"home_city": "杭州西湖"}), ("我住在朝阳区", {"home_city": "朝阳区"}),
         ("我以前住在北京，现在搬到上海了", {"home_city": "上海"}), ("我家在杭州", {"home_city": "杭州"}),
         ("我家在三楼", {}), ("我是在北京长大的", {"hometown": "北京"}), ("我在农村长大", {}),
-        ("我是一名来自成都的大学生", {"hometown": "成都", "job": "大学生"}),
+        ("我是一名来自成都的大学生", {"hometown": "成都", "job": "大学生"}), ("我是来自腾讯的面试官", {}),
+        ("我姐姐结婚了，后来搬到了上海", {}), ("我家在开超市", {}), ("我在城市长大", {}), ("我家在景区", {}),
         ("我姥姥叫王桂兰", {"family:姥姥": "王桂兰"}),
         # written in capitals: read as if cased, names and places capitalised, the rest in lower case
         ("MY NAME IS JOHN AND I LIVE IN BOSTON.", {"name": "John", "home_city": "Boston"}),
@@ -450,7 +451,11 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         ("我是老师已经退休了", {}),
         ("我是老师，已经退休了", {}), ("我梦见我是老师已经十年了", {}), ("我在做梦当老师", {}),
         ("I work in ER", {}), ("I work in Nursing", {}), ("I work in Mental Health", {}),
-        ("I work in LA", {"work_city": "LA"}),
+        ("I work in LA", {"work_city": "LA"}), ("I work in Beijing", {"work_city": "Beijing"}),
+        ("I work in Fall River", {"work_city": "Fall River"}), ("I LIVE IN ST. LOUIS", {"home_city": "St Louis"}),
+        ("I WORK FOR ABC NEWS", {"workplace": "ABC News"}), ("I LIVE IN NYC", {"home_city": "NYC"}),
+        ("My partner is Sam and they live with me", {"partner": "Sam"}),
+        ("My dad is retired and his birthday is Oct 3", {"birthday:dad": "Oct 3"}),
         # teaching a year or a school's subject; working in a city, not in a field
         ("I teach 5th grade.", {"job": "5th grade teacher"}), ("I teach high school math.",
                                                                 {"job": "high school math teacher"}),

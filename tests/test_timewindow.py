@@ -268,7 +268,17 @@ def test_school_breaks_and_the_new_year(query, expected):
     assert span(query) == expected
 
 
-@pytest.mark.parametrize("query", ["逢年过节我都回家", "过年过节", "我请假了", "放假了吗"])
+def test_a_break_across_the_new_year_is_this_one_until_it_ends():
+    jan_2 = datetime(2025, 1, 2, 12, tzinfo=UTC).timestamp()
+    assert span("this winter break", jan_2) == (date(2024, 12, 18), date(2025, 1, 6), "range")
+    assert span("last winter break", jan_2) == (date(2023, 12, 18), date(2024, 1, 6), "range")
+    aug_10 = datetime(2024, 8, 10, 12, tzinfo=UTC).timestamp()  # in the middle of this summer's
+    assert span("上个暑假我去了云南", aug_10) == (date(2023, 7, 1), date(2023, 9, 1), "range")
+    assert span("这个暑假", aug_10) == (date(2024, 7, 1), date(2024, 9, 1), "range")
+
+
+@pytest.mark.parametrize("query", ["逢年过节我都回家", "过年过节", "我请假了", "放假了吗", "我比不过年轻人了",
+                                   "我通过年度考核了", "我休过年假了", "我错过年会了", "熬过年底", "避暑假日酒店"])
 def test_breaks_need_a_break_named(query):
     assert parse_time_window(query, NOW) is None
 
