@@ -109,14 +109,15 @@ def _rewrite_plan(
         return message, None
     if is_low_value(message) in _NOTHING_TO_RESOLVE:  # "谢谢！", "bye", "哈哈": nothing to recall, nothing to rewrite
         return message, None
-    fallback = _expand_without_model(message, history, recent_history(state["messages"], REFERENT_TURNS))
+    longer = recent_history(state["messages"], REFERENT_TURNS)
     if model is None:
-        return fallback, None
+        return _expand_without_model(message, history, longer), None
     prompt: list[BaseMessage] = [
         SystemMessage(REWRITE_SYSTEM),
         HumanMessage(REWRITE_USER.format(history=_with_summary(state, _transcript(history)), message=message)),
     ]
-    return fallback, prompt  # the fallback, should the model fail
+    # should the model fail: the message, with only a pronoun's family member put in (never a borrowed message)
+    return resolve_pronoun(message, [text_of(m) for m in longer if isinstance(m, HumanMessage)]) or message, prompt
 
 
 _NOTHING_TO_RESOLVE = frozenset({"thanks", "farewell", "laughter", "emoji", "punctuation", "empty"})
@@ -156,7 +157,8 @@ def _attempts(exc: Exception) -> int:
 def _unrewritten(fallback: str, exc: Exception) -> dict[str, Any]:
     # a failed rewrite must not cost the user their answer: search with the message as written
     if not isinstance(exc, ModelUnavailableError):
-        log.warning("query rewrite failed (%s: %s); using the message as is", type(exc).__name__, exc)
+        log.warning("query rewrite failed (%s: %s); using the message (a pronoun's family member put in)",
+                    type(exc).__name__, exc)
     return {"query": fallback, **degraded.fresh(degraded.REWRITE_FAILED), "model_attempts": _attempts(exc)}
 
 

@@ -3,9 +3,12 @@
 "我女儿叫小美" … "她喜欢什么？" is, standing alone, "我女儿喜欢什么？"; "My husband is Tom" … "When is his
 birthday?" is "When is my husband's birthday?". The memory-only rewrite (and the fallback when the rewrite model
 fails) puts the family member in the pronoun's place, so recall searches for the right person and a question about
-their name, birthday or job is typed as one (``memory/answertype.py``). The referent is the latest family member
-or partner the user named in the recent turns whose gender the pronoun allows (孩子, partner, kid: either);
-a follow-up that names someone itself ("我老公说他明天加班") is left alone, as is a pronoun with no referent.
+their name, birthday or job is typed as one (``memory/answertype.py``). The referent is the family member or
+partner the user named last in the recent turns, if the pronoun's gender allows it (孩子, partner, kid: either) and
+no one else was named since (a friend, a colleague, "Obama": then the pronoun may mean them, and it is left alone,
+as it is when the last mention names two who fit: 我妈和我姐). A follow-up that names someone itself
+("我老公说他明天加班") is left alone too. Words that hold a pronoun's character are no pronoun (吉他, 其他, 他们,
+她妈妈: her mother, not the daughter's name put in).
 """
 
 from __future__ import annotations
@@ -19,14 +22,29 @@ _ZH_EITHER = "孩子|宝宝|爱人|对象|老伴"
 _EN_FEMALE = "wife|girlfriend|daughter|mom|mum|mother|sister|grandma|grandmother|aunt|niece|fiancée"
 _EN_MALE = "husband|boyfriend|son|dad|father|brother|grandpa|grandfather|uncle|nephew|fiancé"
 _EN_EITHER = "partner|kid|child|baby"
+_ZH_OTHERS = "朋友|同事|老板|领导|老师|同学|室友|邻居|闺蜜|哥们|上司|经理|医生|客户|男生|女生|男人|女人|网友|师傅"
+_EN_OTHERS = ("friend|boss|coworker|co-worker|colleague|neighbou?r|teacher|manager|roommate|doctor|guy|girl|woman"
+              "|man|lady|client|customer")
 
-_ZH_KIN = re.compile(rf"我(?:的|家)?(?P<k>{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})")
-_EN_KIN = re.compile(rf"(?i)\bmy\s+(?P<k>{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER})\b")
-_ZH_PRONOUN = re.compile(r"[她他](?!们|人)")
-"""她, 他; not 他们 (a group) or 他人 (others)."""
+_ZH_KIN = re.compile(rf"我(?:的|家)?(?P<k>{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})(?![们妹夫嫂]|的(?:{_ZH_OTHERS}))")
+_EN_KIN = re.compile(rf"(?i)\bmy\s+(?P<k>{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER})\b"
+                     rf"(?!-in-law|'s\s+(?:{_EN_OTHERS}|girlfriend|boyfriend))")
+_ZH_OTHER = re.compile(rf"(?:{_ZH_OTHERS})|(?<![\u4e00-\u9fff我])[小老](?![公婆妈爸伴家师板])[\u4e00-\u9fff]"
+                       rf"|(?:{_ZH_KIN.pattern})的(?:{_ZH_OTHERS})")
+"""Someone outside the family: 我朋友小丽, 同事老李, 我爸的朋友."""
+_EN_OTHER = re.compile(rf"\b(?i:{_EN_OTHERS})s?\b|\b(?i:met|know|saw|meet|called|texted|with|about)\s+[A-Z][a-z]+"
+                       r"|-in-law\b")
+_ZH_PRONOUN = re.compile(r"(?<![其吉利排])[她他](?![们人乡日俩]|妈的|[妈爸哥姐弟妹家]|老公|老婆|儿子|女儿"
+                         r"|的(?:朋友|同事))")
+"""她, 他; not 他们 (a group), 吉他 / 其他 (words), or 她妈妈 (her mother: someone else)."""
 _EN_PRONOUN = re.compile(r"(?i)\b(?P<p>she|he|her|him|his)\b")
+_EN_GIVES = re.compile(r"(?i)\b(?:give|gave|given|giving|tell|told|telling|buy|bought|buying|send|sent|sending"
+                       r"|ask|asked|call|called|meet|met|see|saw|seen|visit|visited|help|helped|text|texted|show|showed|love|miss"
+                       r"|missed|take|took|bring|brought|get|got|make|made|teach|taught|pay|paid|remind|reminded|hug"
+                       r"|hugged|let|lend|lent|owe|owed|thank|thanked|promise|promised|to|for|with|about|at)\s*$")
+"""The word before an object "her" ("Did I tell her that?", "I gave her my keys", "a gift for her")."""
 _EN_OBJECT_AFTER = re.compile(r"(?i)\s*(?:[?.!,;]|$|\s(?:for|to|at|in|on|with|about|from|a|an|the|some|any|back|"
-                              r"up|out|yesterday|today|last|this|again)\b)")
+                              r"up|out|yesterday|today|last|this|again|my|that|money|anything|something)\b)")
 """What follows an object "her" ("What did I buy her?", "Did I call her yesterday?"), not a possessive one."""
 _MAX_CHARS = 80
 
@@ -42,13 +60,17 @@ def _female(kin: str) -> bool | None:
 
 
 def _latest_kin(texts: Sequence[str], female: bool, zh: bool) -> str | None:
-    """The family member named last in ``texts`` (oldest first) whose gender ``female`` allows."""
-    pattern = _ZH_KIN if zh else _EN_KIN
+    """The family member named last in ``texts`` (oldest first) whose gender ``female`` allows; None when someone
+    outside the family was named after them, or the last mention names two who fit."""
+    kin_rx, other_rx = (_ZH_KIN, _ZH_OTHER) if zh else (_EN_KIN, _EN_OTHER)
     for text in reversed(texts):
-        for m in reversed(list(pattern.finditer(text))):
-            gender = _female(m["k"])
-            if gender is None or gender == female:
-                return m["k"] if zh else m["k"].lower()
+        fits = [m for m in kin_rx.finditer(text) if _female(m["k"]) in (None, female)]
+        other = [m.end() for m in other_rx.finditer(text)]
+        if other and (not fits or max(other) > fits[-1].end()):
+            return None  # 我朋友小丽昨天来了: 她 may be the friend
+        if fits:
+            names = {m["k"] if zh else m["k"].lower() for m in fits}
+            return names.pop() if len(names) == 1 else None
     return None
 
 
@@ -59,17 +81,20 @@ def resolve_pronoun(message: str, earlier: Sequence[str]) -> str | None:
         return None
     zh = _ZH_PRONOUN.search(message)
     if zh:
-        kin = _latest_kin(earlier, zh[0] == "她", zh=True)
-        if kin is None:
+        if _ZH_OTHER.search(message[:zh.start()]):
             return None
-        return f"{message[:zh.start()]}我{kin}{message[zh.end():]}"  # 她的生日 → 我女儿的生日
+        kin = _latest_kin(earlier, zh[0] == "她", zh=True)
+        return None if kin is None else f"{message[:zh.start()]}我{kin}{message[zh.end():]}"  # 她的生日 → 我女儿的生日
     en = _EN_PRONOUN.search(message)
-    if not en:
+    if not en or _EN_OTHER.search(message[:en.start()]):
         return None
     pronoun = en["p"].lower()
     kin = _latest_kin(earlier, pronoun in ("she", "her"), zh=False)
     if kin is None:
         return None
-    possessive = pronoun == "his" or pronoun == "her" and not _EN_OBJECT_AFTER.match(message[en.end():])
+    possessive = pronoun == "his" or pronoun == "her" and not (
+        _EN_GIVES.search(message[:en.start()]) or _EN_OBJECT_AFTER.match(message[en.end():]))
     mine = f"my {kin}'s" if possessive else f"my {kin}"
+    if en.start() == 0 or message[:en.start()].rstrip().endswith((".", "!", "?")):
+        mine = mine[0].upper() + mine[1:]  # "He is late" → "My husband is late"
     return f"{message[:en.start()]}{mine}{message[en.end():]}"

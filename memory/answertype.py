@@ -218,6 +218,8 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((slot, re.compile(patter
              r"|\bam i (?:a )?(?:vegetarian|vegan)\b|\bmy diet\b|\bmy dietary (?:restrictions?|requirements?|needs)\b"
              r"|\bdo i have (?:any )?dietary (?:restrictions?|requirements?|needs)\b"
              r"|\bwhat (?:foods? )?(?:don't|can't|do not) i eat\b"
+             r"|\b(?:any|which|what) (?:foods?|meals?|dishes) (?:that )?i"
+             r" (?:don'?t|can'?t|do not|cannot|shouldn'?t) eat\b"
              r"|\bwhat foods? do i avoid\b"),
     ("allergy:", r"我对(?:什么|啥|哪些)(?:东西|食物)?过敏|我有(?:什么)?过敏|\b(?:what|anything) am i allergic to\b"
                  r"|\bam i allergic\b|\bmy allergies\b|\bdo i have (?:any )?allergies\b"),

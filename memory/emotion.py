@@ -155,7 +155,7 @@ _ZH_RELIEF = re.compile(
 # 扛不住了，太好吃了.
 _ZH_NOT_DISTRESS = re.compile(
     r"(?:笑得我?|笑死|吃太饱了?|吃撑了?|太饱了?|电量|电池|手机(?:电量|电)?)(?:快|要|都|真的)?(?:撑|扛|熬|顶)不住了?"
-    r"|(?:撑|扛|熬|顶)不住了?[，,！!]?\s*(?:太好吃|吃太饱|太饱|太好笑|笑死|太搞笑)")
+    r"|(?:撑|扛|熬|顶)不住了?[，,！!]?\s*(?:哈+)?(?:太好吃|吃太饱|太饱|太好笑|笑死|太搞笑)")
 # Saying one holds both feelings at once.
 _MIXED = re.compile(
     r"又[^，。！？；,.!?;\n]{1,6}又|既[^，。！？；,.!?;\n]{1,6}又|一边[^，。！？；,.!?;\n]{1,8}一边|喜忧参半|悲喜交加|百感交集"
@@ -163,14 +163,14 @@ _MIXED = re.compile(
     r"|at the same time")
 # fmt: on
 
-_ZH_NEGATORS = re.compile(r"[不没别未无莫]")
+_ZH_NEGATORS = re.compile(r"[不没未无莫]|(?<![告道离分特区差级类性])别")
 _ZH_UNSTOPPABLE = re.compile(r"[忍止禁]不住|不停|不断|不禁|不由得?|不知不觉|不得不|不少|不止")
 """A 不 that says a feeling could not be held back, not that it is absent (忍不住哭了, 不停地担心), or that holds 不
 without negating (不得不, 不少)."""
-_ZH_DEGREE = re.compile(r"(?:特别|格外|别提(?:多|有多)?|无比|莫名(?:其妙)?(?:地|的)?)$")
+_ZH_DEGREE = re.compile(r"(?:特别|格外|别提(?:多|有多)?|无比|莫名(?:其妙)?(?:地|的)?)+$")
 """Words of degree just before a cue that hold a negator's character (特别累, 无比难过, 莫名焦虑, 别提多难受了): the
 cue is negated only by a negator right before them (我不是特别难过), not by one further back (没下雨格外开心)."""
-_ZH_NEGATES_DEGREE = re.compile(r"[不没别未](?:是|有|太|算|会|至于|觉得|感到|感觉|那么|怎么)*$")
+_ZH_NEGATES_DEGREE = re.compile(r"(?:[不没未]|(?<![告道离分特])别)(?:是|有|太|算|会|至于|觉得|感到|感觉|那么|怎么)*$")
 _ZH_INTENSIFIERS = re.compile(r"(?:很|非常|特别|太|超|好|真|十分|极其|越来越|特|挺|无比|格外|极度)$")
 _EN_NEGATORS = frozenset({"not", "no", "never", "without", "hardly", "nothing", "nor", "cannot"})
 _EN_INTENSIFIERS = frozenset({"very", "so", "really", "extremely", "super", "too", "incredibly", "totally"})

@@ -43,7 +43,8 @@ PLAN_RE = re.compile(
     r"|期待|备考"
     r"|\b(?:will|shall|going to|gonna|plan(?:ning|s)? to|about to|intend(?:s|ing)? to|scheduled"
     r"|training for|prepar(?:e|es|ing) for|getting ready for|looking forward to|coming up|upcoming|can'?t wait)\b"
-    r"|'ll\b|\b(?:i'm|i am|we're|we are) (?:going|heading|flying|driving) (?:home|to|back|away|out)\b",
+    r"|'ll\b|\b(?:i'm|i am|we're|we are) (?:going|heading|flying|driving) (?:home|to|back|away|out)\b"
+    r"(?![^.!?]*\b(?:from|after|since)\b)",
     re.IGNORECASE)
 """Words that make a sentence a plan: a date without a year in it lies ahead, not behind."""
 
@@ -81,12 +82,12 @@ def _span(text: str, said_at: float, named: list[bool] | None = None) -> tuple[f
 
 LUNAR_SHIFT_DAYS = 45
 """How far a holiday's next occurrence may lie from one calendar year on (春节 moves by up to ~20 days)."""
-_NAMES_YEAR = re.compile(r"(?i)(?<!过)年|\byear\b|\b(?:last|this)\s+[a-z]")
+_NAMES_YEAR = re.compile(r"(?i)(?<!过)年|上个|这个|\byear\b|\b(?:last|this)\s+[a-z]")
 """An expression that says which year (去年三月, "last December"): a plan does not move it."""
 _PAST_PLAN = re.compile(
     r"(?i)\b(?:was|were|had been|had)\s+(?:\w+\s+)?(?:looking forward|preparing|training|getting ready|planning)"
     r"|\b(?:back in|went badly|got cancell?ed|was cancell?ed|called off)\b"
-    r"|终于(?!要|会|可以)|结果|后来|取消了|期待已久")
+    r"|终于(?!要|会|可以)|结果|后来|取消了|期待已久|(?:准备|打算|计划)(?:了|过)|\bback from\b")
 """Words that tell the plan is behind ("I was looking forward to …", "期待已久的演唱会终于看了"): not moved ahead."""
 
 

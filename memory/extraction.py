@@ -147,14 +147,20 @@ _CITY_NAMES = (
 _CN_CITIES = frozenset(_CITY_NAMES.split("|"))
 
 
-_NOT_A_PLACE_ZH = re.compile(r"超市|城市|门市|菜市|股市|夜市|小区|景区|社区|园区|校区|城区|市区|郊区|山区|灾区"
-                             r"|^[开做卖逛去在到]")
+_NOT_A_PLACE_ZH = re.compile(r"[开做卖逛去在到]?(?:超市|城市|门市|菜市|股市|夜市|小区|景区|社区|园区|校区|城区"
+                             r"|市区|郊区|山区|灾区)")
 """Words ending like a place name that name none (超市, 城市, 小区; 开超市 is a doing)."""
+
+
+_ZH_REGION = re.compile(r"美国|日本|英国|韩国|法国|德国|俄罗斯|加拿大|澳大利亚|新加坡|马来西亚|泰国|越南|印度|意大利"
+                        r"|西班牙|东北|西北|西南|华南|华北|华东|江南|岭南|农村|乡下|台湾|香港|澳门"
+                        r"|[\u4e00-\u9fff]{1,4}[国省县镇村岛]")
+"""Where one comes from beyond the city list: a country or region (我是来自美国的留学生), not a company (来自腾讯的)."""
 
 
 def _is_place_zh(value: str) -> bool:
     return value in _CN_CITIES or (value.endswith(("市", "省", "县", "区", "州")) and len(value) <= 6
-                                   and not _NOT_A_PLACE_ZH.search(value))
+                                   and not _NOT_A_PLACE_ZH.fullmatch(value))
 
 
 def _fact(key: str, value: str, text: str) -> Extracted | None:
@@ -541,6 +547,9 @@ def _en_teach(m: re.Match[str], part: str) -> Extracted | None:
 _NOT_A_WORKPLACE = frozenset({"home", "night", "nights", "the moment", "the weekend", "weekends", "heart", "life"})
 
 
+_NOT_THE_JOB = re.compile(r"(?i)\b(?:didn'?t|not|never|lost|quit|left|applied|apply|interview(?:ed|ing)?|want(?:ed)?|"
+                          r"hope|wish|offered|used to|former|old|previous|last|dream)\b")
+"""A job that was, might be, or is wished for ("I lost my job at Google", "I applied for a job at Apple")."""
 _FIELD_WORDS = """
 marketing sales finance tech technology healthcare health care education retail hospitality government construction
 insurance banking research engineering design media advertising consulting law accounting operations logistics
@@ -767,7 +776,7 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     ),
     (re.compile(rf"我(?:老家)?来自(?P<v>{_ZH_VALUE}{{1,20}})"), _zh_hometown),
     (re.compile(r"我是(?:一名|一位|一个|个)?来自(?P<v>[^的，。！？,.!?]{1,10})的"),  # 来自成都的大学生
-     lambda m: _zh_hometown(m) if _is_place_zh(m["v"]) else None),
+     lambda m: _zh_hometown(m) if _is_place_zh(m["v"]) or _ZH_REGION.fullmatch(m["v"]) else None),
     (re.compile(r"我(?:是)?(?:从小)?(?:在|于)(?P<v>[\u4e00-\u9fff]{2,8}?)(?:出生|长大)"),
      lambda m: _zh_hometown(m) if _is_place_zh(m["v"]) else None),
     (re.compile(r"我家(?:住)?在(?P<v>[\u4e00-\u9fff]{2,6}?)(?=[，,。！!？?；;\s]|$|的)"),
@@ -913,6 +922,12 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
                    r"(?P<v>(?!IT\b|HR\b|PR\b|QA\b|R&D\b|IT\s)[A-Z][A-Za-z\-]+(?:\s+[A-Z][A-Za-z\-]+){0,2})(?![A-Za-z&])"),
         _en_work_city,
     ),
+    (  # "I just moved to Seattle for a new job at Amazon", "my new job at Google": where the user works
+        re.compile(r"(?:\bI\b(?:'m| am)?[^.!?;]{0,40}?\b(?i:a|my)\s+(?i:new\s+)?(?i:job|position|role)|\b(?i:my)\s+"
+                   r"(?i:new\s+)?(?i:job|position|role))\s+(?i:at|with)\s+"
+                   r"(?P<v>[A-Z][\w&\-]*(?:\s+[A-Z][\w&\-]*){0,2})"),
+        lambda m: None if _NOT_THE_JOB.search(m.group()) else _fact("workplace", m["v"], f"The user works at {m['v']}"),
+    ),
     (  # "I work at Google in Boston", "I work as a nurse at Mercy hospital in Boston": the city
         re.compile(
             rf"(?i:{_EN_WHO}(?:'m| am)?\s+(?:(?:currently|now|still|also)\s+)*(?:work(?:ing)?\s+(?:as\s+an?\s+"
@@ -982,7 +997,8 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
                    r" (?P<v>[A-Z][a-z\-]+)(?=\s*,?\s*(?:and\s+|but\s+)?(?i:he|she|his|her|they|their)\b)"),
         lambda m: None if _no_name(m["v"]) or _NOT_NAME_ENDING.search(m["v"]) or re.fullmatch(
             rf"(?i)black|white|brown|republican|democrat|liberal|conservative|vegan|vegetarian|deaf|blind"
-            rf"|siamese|persian|tabby|calico|ginger|{BREEDS_EN}",
+            r"|siamese|persian|tabby|calico|ginger|nonbinary|non-binary|autistic|trans|queer|disabled|adopted"
+            rf"|older|younger|{BREEDS_EN}",
             m["v"]) else _named(m["r"], m["v"], zh=False),
     ),
     (  # "My husband Tom is a firefighter", "my daughter Emma, who is 7", "our dog Max": the name right after
@@ -1049,7 +1065,9 @@ _ZH_OTHERS = rf"朋友|妈|爸|哥|姐|弟|妹|家人|们|同事|室友|同学|{
 _ZH_SELF_CLAUSE = re.compile(
     rf"^\s*我(?!的|{_ZH_OTHERS})|^\s*我的(?:名字|姓名|生日|工作|职业|老家|家乡|年龄)"
 )
-_ZH_OTHER_CLAUSE = re.compile(rf"^\s*(?:他|她|它|我的|我(?:{_ZH_OTHERS})|我家|我有(?:一)?[个位只条])")
+_ZH_OTHER_CLAUSE = re.compile(rf"^\s*(?:他|她|它|我的|我(?:{_ZH_OTHERS})|我家|我有(?:一)?[个位只条]"
+                              r"|我(?:认识|跟|和|帮|给|介绍|遇到|碰到|见到|陪))")
+_ZH_MY_OWN = re.compile(r"^\s*我的(?:名字|姓名|生日|工作|职业|老家|家乡|年龄)")
 _ZH_NAMES_OTHER = re.compile(r"^\s*我(?!的名字|的姓名|小名|现在|目前)[^，,。叫]{1,6}叫")
 """我表哥叫李明, 我闺蜜叫小美: a clause naming someone else (我叫, 我的名字叫 name the user)."""
 """A clause about someone or something else ("我的女儿叫朵朵", "她…"): the clauses after it are not about the user."""
@@ -1073,10 +1091,10 @@ def _restore_subjects(text: str) -> str:
             if i % 2 == 1:  # a separator
                 out.append(part)
                 continue
-            if _ZH_SELF_CLAUSE.match(part) and not _ZH_NAMES_OTHER.match(part):
+            if (_ZH_OTHER_CLAUSE.match(part) and not _ZH_MY_OWN.match(part)) or _ZH_NAMES_OTHER.match(part):
+                about_me = False  # 我有个朋友，去年搬到了深圳: the friend moved
+            elif _ZH_SELF_CLAUSE.match(part):
                 about_me = True
-            elif _ZH_OTHER_CLAUSE.match(part) or _ZH_NAMES_OTHER.match(part):
-                about_me = False
             elif about_me and _ZH_DROPPED_SUBJECT.match(part.lstrip()):
                 part = "我" + part.lstrip()
             out.append(part)
@@ -1099,7 +1117,7 @@ _LETTERS = re.compile(r"[A-Za-z]+")
 
 
 _ACRONYM_WORDS = """
-NYC DC SF LA UK US USA UAE EU UN IBM ABC NBC CBS BBC CNN NHS MIT UCL NYU UCLA USC IKEA AT&T
+NYC DC SF LA UK US USA UAE EU UN IBM ABC NBC CBS BBC CNN NHS MIT UCL NYU UCLA USC IKEA
 NASA FBI CIA ICU ER HR IT PR QA
 """
 _ACRONYMS = frozenset(_ACRONYM_WORDS.split())
@@ -1112,7 +1130,8 @@ _TITLES = frozenset({"ST", "MT", "DR", "MR", "MRS", "MS", "JR", "SR"})
 
 def _keeps_capitals(word: str) -> bool:
     """A short word in capitals that stays so: a known acronym, or one without a vowel (HSBC; not GYM)."""
-    return len(word) <= 4 and (word in _ACRONYMS or not re.search(r"[AEIOUY]", word)) and word not in _TITLES
+    return (len(word) == 2 or len(word) <= 4 and (word in _ACRONYMS or not re.search(r"[AEIOUY]", word))) \
+        and word not in _TITLES  # NY, PA, IBM, HSBC (but GYM)
 
 
 def _shouted(text: str) -> bool:

@@ -602,7 +602,7 @@ _LUNAR: dict[str, tuple[str, int, int]] = {
 }
 """Lunar holidays: (festival, days from it, days). 春节 is the public holiday, 除夕 to 初七 (8 days)."""
 _LUNAR_TABLE: dict[str, list[str]] = {festival: dates.split() for festival, dates in _LUNAR_DATES.items()}
-_YEARS_BACK = {"去年": 1, "last": 1, "上个": 1, "前年": 2, "今年": 0, "this": 0, "这个": 0, "明年": -1}
+_YEARS_BACK = {"去年": 1, "last": 1, "前年": 2, "今年": 0, "this": 0, "明年": -1}
 """How many years back 去年 / last, 前年, 今年 / this, 明年 put a holiday or a season."""
 
 
@@ -722,17 +722,35 @@ def _school_break(m: re.Match[str], today: date) -> Span | None:
     """暑假, 寒假 (the six weeks around 春节), "summer vacation", "winter break", "spring break": that year's (去年 /
     last / this), else the latest begun."""
     name = m.group("b").lower()
+    rel = m.group("rel") or ""
     if name == "寒假":
+        def winter(year: int) -> Span | None:
+            start = _winter_break_start(year)
+            return None if start is None else (start, start + timedelta(days=42), "range")
+        if rel in ("上个", "这个"):
+            return _nearest_break(winter, today, ended=rel == "上个")
         start = _occurrence(m, today, _winter_break_start)
         return None if start is None else (start, start + timedelta(days=42), "range")
     first_month, first_day, end_month, end_day = _BREAKS[name]
-    if (end_month, end_day) < (first_month, first_day) and (today.month, today.day) < (end_month, end_day):
+    crosses = (end_month, end_day) < (first_month, first_day)
+
+    def span_of(year: int) -> Span | None:
+        return date(year, first_month, first_day), date(year + crosses, end_month, end_day), "range"
+
+    if rel in ("上个", "这个"):  # the latest that has ended; the one under way, else the next
+        return _nearest_break(span_of, today, ended=rel == "上个")
+    if crosses and (today.month, today.day) < (end_month, end_day):
         today = date(today.year - 1, 12, 31)  # 2 January: still in the break that began in December
     start = _occurrence(m, today, lambda year: date(year, first_month, first_day))
-    if start is None:
-        return None
-    end_year = start.year + (1 if (end_month, end_day) < (first_month, first_day) else 0)
-    return start, date(end_year, end_month, end_day), "range"
+    return None if start is None else span_of(start.year)
+
+
+def _nearest_break(span_of: Callable[[int], Span | None], today: date, *, ended: bool) -> Span | None:
+    """上个暑假: the latest break that has ended by ``today``; 这个暑假: the one under way, else the next."""
+    spans = [s for s in (span_of(year) for year in range(today.year - 2, today.year + 2)) if s is not None]
+    if ended:
+        return max((s for s in spans if s[1] <= today), default=None, key=lambda s: s[0])
+    return min((s for s in spans if s[1] > today), default=None, key=lambda s: s[0])
 
 
 _RULES: list[tuple[re.Pattern[str], Handler]] = [
@@ -760,7 +778,7 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
          r"|劳动节|儿童节|清明(?=节|假|期间|那)|国庆(?=节|假|长假|期间|那)|万圣节|平安夜|圣诞)", _holiday),
         (r"(?P<rel>去年|前年|今年|明年)?的?(?P<h>感恩节|母亲节|父亲节)", _weekday_holiday),
         (r"(?P<rel>去年|前年|今年|明年)?的?(?P<h>春节|除夕|大年三十|大年初一|元宵节|端午|七夕|中秋|重阳节"
-         r"|(?<![逢不通错超度熬休经])过年(?![过轻龄度会假底关终级薪代货]))",
+         r"|(?<![逢不通错超度熬休经])过年(?!过节|[轻龄度底关终级薪代货]|假(?!期)))",
          _lunar_holiday),
         (r"(?P<rel>去年|前年|今年|明年|上个|这个)?的?(?P<b>(?<!避)暑假|寒假)", _school_break),
         (r"前些天|前些日子", _fixed(_few_days)),

@@ -172,6 +172,10 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
     ("暑假我要去云南", (date(2024, 7, 1), date(2024, 9, 1))), ("暑假我去了云南", (date(2023, 7, 1), date(2023, 9, 1))),
     ("I'm going home for winter break", (date(2024, 12, 18), date(2025, 1, 6))),
     ("I'm going through a hard time since Christmas", (date(2023, 12, 25), date(2023, 12, 26))),
+    # what was prepared, or a trip back from it, lies behind (found in review)
+    ("过年的时候我准备了很多年货", (date(2024, 2, 9), date(2024, 2, 17))),
+    ("母亲节我准备了礼物", (date(2023, 5, 14), date(2023, 5, 15))),
+    ("We're driving back from Thanksgiving at my parents'", (date(2023, 11, 23), date(2023, 11, 24))),
 ])
 def test_a_plan_names_the_next_such_date_what_happened_the_last(text: str, expected: tuple[date, date]) -> None:
     assert days(event_span(text, MAY_10)) == expected

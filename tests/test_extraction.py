@@ -435,7 +435,11 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         ("我以前住在北京，现在搬到上海了", {"home_city": "上海"}), ("我家在杭州", {"home_city": "杭州"}),
         ("我家在三楼", {}), ("我是在北京长大的", {"hometown": "北京"}), ("我在农村长大", {}),
         ("我是一名来自成都的大学生", {"hometown": "成都", "job": "大学生"}), ("我是来自腾讯的面试官", {}),
-        ("我姐姐结婚了，后来搬到了上海", {}), ("我家在开超市", {}), ("我在城市长大", {}), ("我家在景区", {}),
+        ("我姐姐结婚了，后来搬到了上海", {}), ("我有个朋友，去年搬到了深圳", {}),
+        ("我认识一个女孩，去年搬到上海了", {}), ("我叫张伟，去年搬到了上海", {"name": "张伟", "home_city": "上海"}),
+        ("我家住在东城区", {"home_city": "东城区"}), ("我是来自美国的留学生", {"hometown": "美国", "job": "留学生"}),
+        ("我在开封市长大", {"hometown": "开封市"}), ("I LIVE IN NY", {"home_city": "NY"}),
+        ("My partner is Nonbinary and they cook", {}), ("我家在开超市", {}), ("我在城市长大", {}), ("我家在景区", {}),
         ("我姥姥叫王桂兰", {"family:姥姥": "王桂兰"}),
         # written in capitals: read as if cased, names and places capitalised, the rest in lower case
         ("MY NAME IS JOHN AND I LIVE IN BOSTON.", {"name": "John", "home_city": "Boston"}),
@@ -456,6 +460,11 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         ("I WORK FOR ABC NEWS", {"workplace": "ABC News"}), ("I LIVE IN NYC", {"home_city": "NYC"}),
         ("My partner is Sam and they live with me", {"partner": "Sam"}),
         ("My dad is retired and his birthday is Oct 3", {"birthday:dad": "Oct 3"}),
+        # a job at a place: the user's, now (not lost, applied for, someone else's)
+        ("I just moved to Seattle for a new job at Amazon", {"home_city": "Seattle", "workplace": "Amazon"}),
+        ("My new job at Microsoft is stressful", {"workplace": "Microsoft"}), ("I lost my job at Google", {}),
+        ("I applied for a job at Apple", {}), ("My friend got a job at Google", {}),
+        ("My old job at IBM was boring", {}),
         # teaching a year or a school's subject; working in a city, not in a field
         ("I teach 5th grade.", {"job": "5th grade teacher"}), ("I teach high school math.",
                                                                 {"job": "high school math teacher"}),

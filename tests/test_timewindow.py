@@ -273,8 +273,16 @@ def test_a_break_across_the_new_year_is_this_one_until_it_ends():
     assert span("this winter break", jan_2) == (date(2024, 12, 18), date(2025, 1, 6), "range")
     assert span("last winter break", jan_2) == (date(2023, 12, 18), date(2024, 1, 6), "range")
     aug_10 = datetime(2024, 8, 10, 12, tzinfo=UTC).timestamp()  # in the middle of this summer's
-    assert span("上个暑假我去了云南", aug_10) == (date(2023, 7, 1), date(2023, 9, 1), "range")
-    assert span("这个暑假", aug_10) == (date(2024, 7, 1), date(2024, 9, 1), "range")
+    assert span("上个暑假我去了云南", aug_10) == (date(2023, 7, 1), date(2023, 9, 1), "range")  # the last ended
+    assert span("这个暑假", aug_10) == (date(2024, 7, 1), date(2024, 9, 1), "range")  # the one under way
+    assert span("上个暑假") == (date(2023, 7, 1), date(2023, 9, 1), "range")  # NOW: 14 March 2024
+    assert span("这个暑假") == (date(2024, 7, 1), date(2024, 9, 1), "range")  # the next
+    assert span("上个寒假") == (date(2024, 1, 19), date(2024, 3, 1), "range")  # ended on 1 March
+
+
+@pytest.mark.parametrize("query", ["过年过得怎么样", "过年假期我回了老家", "过年会回家吗", "在老家过年过了一周"])
+def test_the_new_year_with_what_follows_it(query):
+    assert span(query) == (date(2024, 2, 9), date(2024, 2, 17), "range")
 
 
 @pytest.mark.parametrize("query", ["逢年过节我都回家", "过年过节", "我请假了", "放假了吗", "我比不过年轻人了",
