@@ -29,20 +29,31 @@ _EN_OTHERS = ("friend|boss|coworker|co-worker|colleague|neighbou?r|teacher|manag
 _ZH_KIN = re.compile(rf"我(?:的|家)?(?P<k>{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})(?![们妹夫嫂]|的(?:{_ZH_OTHERS}))")
 _EN_KIN = re.compile(rf"(?i)\bmy\s+(?P<k>{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER})\b"
                      rf"(?!-in-law|'s\s+(?:{_EN_OTHERS}|girlfriend|boyfriend))")
-_ZH_OTHER = re.compile(rf"(?:{_ZH_OTHERS})|(?<![\u4e00-\u9fff我])[小老](?![公婆妈爸伴家师板])[\u4e00-\u9fff]"
-                       rf"|(?:{_ZH_KIN.pattern})的(?:{_ZH_OTHERS})")
-"""Someone outside the family: 我朋友小丽, 同事老李, 我爸的朋友."""
-_EN_OTHER = re.compile(rf"\b(?i:{_EN_OTHERS})s?\b|\b(?i:met|know|saw|meet|called|texted|with|about)\s+[A-Z][a-z]+"
-                       r"|-in-law\b")
+_ZH_OTHER = re.compile(rf"(?:{_ZH_OTHERS})|(?:^|(?<=[，,和跟见了]))[小老](?![实心时大公婆妈爸伴家师板])[\u4e00-\u9fff]"
+                       rf"(?=[，,。说来去呢了]|$)|(?:{_ZH_KIN.pattern})的(?:{_ZH_OTHERS})")
+"""Someone outside the family: 我朋友小丽, 同事老李, 见了小丽, 我爸的朋友 (not 老实说, 小心)."""
+_ZH_PREDICATE = re.compile(r"是(?:一?[个名位])?$")
+"""我老婆是医生: an occupation said of the family member, no one else."""
+_EN_OTHER = re.compile(rf"\b(?i:{_EN_OTHERS})s?\b"
+                       r"|\b(?i:met|know|saw|meet|called|texted|with|about)\s+(?P<n>[A-Z][a-z]+)|-in-law\b")
+_EN_PREDICATE = re.compile(r"(?i)\bis\s+(?:an?\s+)?$")
+""""My wife is a doctor": an occupation said of the family member, no one else."""
+_NOT_SOMEONE_WORDS = """mom mum dad mother father grandma grandpa christmas easter thanksgiving halloween monday
+tuesday wednesday thursday friday saturday sunday january february march april may june july august september october
+november december"""
+_NOT_SOMEONE = frozenset(_NOT_SOMEONE_WORDS.split())
+"""Capitalised words after "with" or "about" that name no one else ("dinner with Mom", "talked about Christmas")."""
 _ZH_PRONOUN = re.compile(r"(?<![其吉利排])[她他](?![们人乡日俩]|妈的|[妈爸哥姐弟妹家]|老公|老婆|儿子|女儿"
                          r"|的(?:朋友|同事))")
 """她, 他; not 他们 (a group), 吉他 / 其他 (words), or 她妈妈 (her mother: someone else)."""
 _EN_PRONOUN = re.compile(r"(?i)\b(?P<p>she|he|her|him|his)\b")
 _EN_GIVES = re.compile(r"(?i)\b(?:give|gave|given|giving|tell|told|telling|buy|bought|buying|send|sent|sending"
-                       r"|ask|asked|call|called|meet|met|see|saw|seen|visit|visited|help|helped|text|texted|show|showed|love|miss"
-                       r"|missed|take|took|bring|brought|get|got|make|made|teach|taught|pay|paid|remind|reminded|hug"
-                       r"|hugged|let|lend|lent|owe|owed|thank|thanked|promise|promised|to|for|with|about|at)\s*$")
-"""The word before an object "her" ("Did I tell her that?", "I gave her my keys", "a gift for her")."""
+                       r"|ask|asked|show|showed|teach|taught|lend|lent|owe|owed|promise|promised|bring|brought|get|got"
+                       r"|pay|paid)\s*$")
+"""A verb with "her" as its first object ("Did I tell her that?", "I gave her my keys")..."""
+_HER_THINGS = re.compile(r"(?i)\s+(?:boss|friends?|mom|mum|dad|parents?|sisters?|brothers?|husband|wife|job|family|name"
+                         r"|birthday|number|address|phone|car|school|teacher|work|kids?|son|daughter)\b")
+"""... unless a word of hers follows ("tell her boss", "get her number")."""
 _EN_OBJECT_AFTER = re.compile(r"(?i)\s*(?:[?.!,;]|$|\s(?:for|to|at|in|on|with|about|from|a|an|the|some|any|back|"
                               r"up|out|yesterday|today|last|this|again|my|that|money|anything|something)\b)")
 """What follows an object "her" ("What did I buy her?", "Did I call her yesterday?"), not a possessive one."""
@@ -59,13 +70,33 @@ def _female(kin: str) -> bool | None:
     return None
 
 
+def _family_names(texts: Sequence[str]) -> set[str]:
+    """Names the user gave family members ("My husband is Tom", "my daughter Emma"), lower case."""
+    return {m["n"].lower() for t in texts for m in re.finditer(
+        rf"(?i:\bmy\s+(?:{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER}))(?:\s+(?:is|named|called))?\s+(?P<n>[A-Z][a-z]+)", t)}
+
+
+def _others(text: str, zh: bool, family: set[str]) -> list[int]:
+    """Where mentions of someone outside the family end in ``text`` (an occupation said of a family member, a family
+    member's name, Mom, Christmas: no one else)."""
+    rx, predicate = (_ZH_OTHER, _ZH_PREDICATE) if zh else (_EN_OTHER, _EN_PREDICATE)
+    out = []
+    for m in rx.finditer(text):
+        name = None if zh else m["n"]
+        if predicate.search(text[:m.start()]) or name and name.lower() in family | _NOT_SOMEONE:
+            continue
+        out.append(m.end())
+    return out
+
+
 def _latest_kin(texts: Sequence[str], female: bool, zh: bool) -> str | None:
     """The family member named last in ``texts`` (oldest first) whose gender ``female`` allows; None when someone
     outside the family was named after them, or the last mention names two who fit."""
-    kin_rx, other_rx = (_ZH_KIN, _ZH_OTHER) if zh else (_EN_KIN, _EN_OTHER)
+    kin_rx = _ZH_KIN if zh else _EN_KIN
+    family = set() if zh else _family_names(texts)
     for text in reversed(texts):
         fits = [m for m in kin_rx.finditer(text) if _female(m["k"]) in (None, female)]
-        other = [m.end() for m in other_rx.finditer(text)]
+        other = _others(text, zh, family)
         if other and (not fits or max(other) > fits[-1].end()):
             return None  # 我朋友小丽昨天来了: 她 may be the friend
         if fits:
@@ -81,19 +112,20 @@ def resolve_pronoun(message: str, earlier: Sequence[str]) -> str | None:
         return None
     zh = _ZH_PRONOUN.search(message)
     if zh:
-        if _ZH_OTHER.search(message[:zh.start()]):
+        if _others(message[:zh.start()], True, set()):
             return None
         kin = _latest_kin(earlier, zh[0] == "她", zh=True)
         return None if kin is None else f"{message[:zh.start()]}我{kin}{message[zh.end():]}"  # 她的生日 → 我女儿的生日
     en = _EN_PRONOUN.search(message)
-    if not en or _EN_OTHER.search(message[:en.start()]):
+    if not en or _others(message[:en.start()], False, _family_names(earlier)):
         return None
     pronoun = en["p"].lower()
     kin = _latest_kin(earlier, pronoun in ("she", "her"), zh=False)
     if kin is None:
         return None
+    after = message[en.end():]
     possessive = pronoun == "his" or pronoun == "her" and not (
-        _EN_GIVES.search(message[:en.start()]) or _EN_OBJECT_AFTER.match(message[en.end():]))
+        _EN_GIVES.search(message[:en.start()]) and not _HER_THINGS.match(after) or _EN_OBJECT_AFTER.match(after))
     mine = f"my {kin}'s" if possessive else f"my {kin}"
     if en.start() == 0 or message[:en.start()].rstrip().endswith((".", "!", "?")):
         mine = mine[0].upper() + mine[1:]  # "He is late" → "My husband is late"

@@ -43,8 +43,7 @@ PLAN_RE = re.compile(
     r"|期待|备考"
     r"|\b(?:will|shall|going to|gonna|plan(?:ning|s)? to|about to|intend(?:s|ing)? to|scheduled"
     r"|training for|prepar(?:e|es|ing) for|getting ready for|looking forward to|coming up|upcoming|can'?t wait)\b"
-    r"|'ll\b|\b(?:i'm|i am|we're|we are) (?:going|heading|flying|driving) (?:home|to|back|away|out)\b"
-    r"(?![^.!?]*\b(?:from|after|since)\b)",
+    r"|'ll\b|\b(?:i'm|i am|we're|we are) (?:going|heading|flying|driving) (?:home|to|away|out|back(?!\s+from))\b",
     re.IGNORECASE)
 """Words that make a sentence a plan: a date without a year in it lies ahead, not behind."""
 
@@ -73,7 +72,8 @@ def _span(text: str, said_at: float, named: list[bool] | None = None) -> tuple[f
         named.append(window is not None)
     if window is None or window.contains(said_at) or window.end <= window.start:
         return None
-    if window.end <= said_at and PLAN_RE.search(text) and not _PAST_PLAN.search(text):
+    if window.end <= said_at and PLAN_RE.search(text) and not _PAST_PLAN.search(text) and not _SINCE.search(
+            text[:max(text.find(window.expression), 0)]):
         window = _ahead(text, said_at, window)
     if window.start <= said_at - said_at % DAY < window.end:  # the day it was said ("今天", "this morning")
         return None
@@ -87,8 +87,13 @@ _NAMES_YEAR = re.compile(r"(?i)(?<!过)年|上个|这个|\byear\b|\b(?:last|this
 _PAST_PLAN = re.compile(
     r"(?i)\b(?:was|were|had been|had)\s+(?:\w+\s+)?(?:looking forward|preparing|training|getting ready|planning)"
     r"|\b(?:back in|went badly|got cancell?ed|was cancell?ed|called off)\b"
-    r"|终于(?!要|会|可以)|结果|后来|取消了|期待已久|(?:准备|打算|计划)(?:了|过)|\bback from\b")
+    r"|终于(?!要|会|可以)|结果|后来|取消了|期待已久|(?:准备|打算|计划)(?:了|过)(?![^。！？!?]*(?:打算|计划|要|将|会))"
+    r"|\bback from\b")
 """Words that tell the plan is behind ("I was looking forward to …", "期待已久的演唱会终于看了"): not moved ahead."""
+
+
+_SINCE = re.compile(r"(?i)\b(?:after|since)\s+(?:the\s+)?$|(?:自从|从)$")
+"""What is planned after or since a time ("I'm going back to work after Christmas"): that time stays where it is."""
 
 
 _BARE_WEEKDAY = re.compile(

@@ -154,7 +154,7 @@ _NOT_A_PLACE_ZH = re.compile(r"[开做卖逛去在到]?(?:超市|城市|门市|�
 
 _ZH_REGION = re.compile(r"美国|日本|英国|韩国|法国|德国|俄罗斯|加拿大|澳大利亚|新加坡|马来西亚|泰国|越南|印度|意大利"
                         r"|西班牙|东北|西北|西南|华南|华北|华东|江南|岭南|农村|乡下|台湾|香港|澳门"
-                        r"|[\u4e00-\u9fff]{1,4}[国省县镇村岛]")
+                        r"|(?!外国|祖国|全国|异国|他国|各国)[\u4e00-\u9fff]{1,4}[国省县镇村岛]")
 """Where one comes from beyond the city list: a country or region (我是来自美国的留学生), not a company (来自腾讯的)."""
 
 
@@ -548,8 +548,23 @@ _NOT_A_WORKPLACE = frozenset({"home", "night", "nights", "the moment", "the week
 
 
 _NOT_THE_JOB = re.compile(r"(?i)\b(?:didn'?t|not|never|lost|quit|left|applied|apply|interview(?:ed|ing)?|want(?:ed)?|"
-                          r"hope|wish|offered|used to|former|old|previous|last|dream)\b")
-"""A job that was, might be, or is wished for ("I lost my job at Google", "I applied for a job at Apple")."""
+                          r"hope|wish|offered|used to|(?:former|old|previous|last)\s+(?:job|position|role)|dream|if|"
+                          r"might|would|could|'d|"
+                          r"consider(?:ing)?|thinking|looking|heard|saw|declined|turned|rejected|up for|husband|wife|"
+                          r"sister|brother|friend|son|daughter|mom|dad|partner)\b")
+"""A job that was, might be, is wished for or someone else's ("I lost my job at Google", "If I got a job at Apple",
+"I think my husband got a new job at Google")."""
+
+
+def _en_new_job(m: re.Match[str]) -> Extracted | None:
+    """"I just moved to Seattle for a new job at Amazon", "I started a new role at Stripe": the user's workplace, when
+    nothing in the sentence makes it another's, a past one or a wish."""
+    start = max(m.string.rfind(p, 0, m.start()) for p in ".!?;") + 1
+    ends = [i for i in (m.string.find(p, m.end()) for p in ".!?;") if i >= 0]
+    v = m["v"]
+    if _NOT_THE_JOB.search(m.string[start:min(ends, default=len(m.string))]) or v.casefold() in _NOT_A_WORKPLACE:
+        return None
+    return _fact("workplace", v, f"The user works at {v}")
 _FIELD_WORDS = """
 marketing sales finance tech technology healthcare health care education retail hospitality government construction
 insurance banking research engineering design media advertising consulting law accounting operations logistics
@@ -923,10 +938,10 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         _en_work_city,
     ),
     (  # "I just moved to Seattle for a new job at Amazon", "my new job at Google": where the user works
-        re.compile(r"(?:\bI\b(?:'m| am)?[^.!?;]{0,40}?\b(?i:a|my)\s+(?i:new\s+)?(?i:job|position|role)|\b(?i:my)\s+"
-                   r"(?i:new\s+)?(?i:job|position|role))\s+(?i:at|with)\s+"
-                   r"(?P<v>[A-Z][\w&\-]*(?:\s+[A-Z][\w&\-]*){0,2})"),
-        lambda m: None if _NOT_THE_JOB.search(m.group()) else _fact("workplace", m["v"], f"The user works at {m['v']}"),
+        re.compile(r"(?:\bI(?:'ve| have)?\s+(?:just\s+)?(?i:got|landed|started|start|accepted|took|have|began)\s+"
+                   r"(?i:a|my)|\b(?i:for a|my))\s+(?i:new\s+)?(?i:job|position|role)\s+(?i:at|with)\s+"
+                   r"(?P<v>[A-Z][\w&\-']*(?:\s+(?!I\b)[A-Z][\w&\-']*){0,2})"),
+        _en_new_job,
     ),
     (  # "I work at Google in Boston", "I work as a nurse at Mercy hospital in Boston": the city
         re.compile(
@@ -1065,8 +1080,8 @@ _ZH_OTHERS = rf"朋友|妈|爸|哥|姐|弟|妹|家人|们|同事|室友|同学|{
 _ZH_SELF_CLAUSE = re.compile(
     rf"^\s*我(?!的|{_ZH_OTHERS})|^\s*我的(?:名字|姓名|生日|工作|职业|老家|家乡|年龄)"
 )
-_ZH_OTHER_CLAUSE = re.compile(rf"^\s*(?:他|她|它|我的|我(?:{_ZH_OTHERS})|我家|我有(?:一)?[个位只条]"
-                              r"|我(?:认识|跟|和|帮|给|介绍|遇到|碰到|见到|陪))")
+_ZH_OTHER_CLAUSE = re.compile(rf"^\s*(?:他|她|它|我的|我(?:{_ZH_OTHERS})|我家|我有(?:一)?[个位]"
+                              r"|我(?:认识|介绍|遇到|碰到|见到)(?:了)?(?:一)?[个位])")
 _ZH_MY_OWN = re.compile(r"^\s*我的(?:名字|姓名|生日|工作|职业|老家|家乡|年龄)")
 _ZH_NAMES_OTHER = re.compile(r"^\s*我(?!的名字|的姓名|小名|现在|目前)[^，,。叫]{1,6}叫")
 """我表哥叫李明, 我闺蜜叫小美: a clause naming someone else (我叫, 我的名字叫 name the user)."""
@@ -1165,8 +1180,9 @@ def _recased(item: Extracted) -> Extracted:
     elif _PROPER_KEYS.fullmatch(item.key):
         if not re.search(r"\b[A-Z][a-z]{3,}", item.value):
             return item  # NYC, IBM, the UK: as written
-        value = _LETTERS.sub(lambda r: r[0].capitalize() if r[0].isupper() and not _keeps_capitals(r[0]) else r[0],
-                             item.value)  # NEW York, ABC News
+        last = len(item.value.rstrip())
+        value = _LETTERS.sub(lambda r: r[0] if not r[0].isupper() or _keeps_capitals(r[0]) and (
+            len(r[0]) > 2 or r.end() == last) else r[0].capitalize(), item.value)  # NEW York, ABC News, EL Paso
     else:
         value = item.value.lower()
         return replace(item, value=value, text=item.text[:1] + item.text[1:].lower())

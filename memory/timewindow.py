@@ -746,11 +746,17 @@ def _school_break(m: re.Match[str], today: date) -> Span | None:
 
 
 def _nearest_break(span_of: Callable[[int], Span | None], today: date, *, ended: bool) -> Span | None:
-    """上个暑假: the latest break that has ended by ``today``; 这个暑假: the one under way, else the next."""
+    """上个暑假: the latest break that has ended by ``today``; 这个暑假: the one under way or just over (within
+    ``JUST_OVER_DAYS``: "这个暑假过得怎么样" in September), else the next."""
     spans = [s for s in (span_of(year) for year in range(today.year - 2, today.year + 2)) if s is not None]
     if ended:
         return max((s for s in spans if s[1] <= today), default=None, key=lambda s: s[0])
-    return min((s for s in spans if s[1] > today), default=None, key=lambda s: s[0])
+    recent = today - timedelta(days=JUST_OVER_DAYS)
+    return min((s for s in spans if s[1] > recent), default=None, key=lambda s: s[0])
+
+
+JUST_OVER_DAYS = 60
+"""How long after a break 这个暑假 still means it."""
 
 
 _RULES: list[tuple[re.Pattern[str], Handler]] = [

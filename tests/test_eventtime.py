@@ -176,6 +176,9 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
     ("过年的时候我准备了很多年货", (date(2024, 2, 9), date(2024, 2, 17))),
     ("母亲节我准备了礼物", (date(2023, 5, 14), date(2023, 5, 15))),
     ("We're driving back from Thanksgiving at my parents'", (date(2023, 11, 23), date(2023, 11, 24))),
+    ("I'm going back to work after Christmas", (date(2023, 12, 25), date(2023, 12, 26))),  # after it: stays
+    ("I'm flying home from Paris on January 3", (date(2025, 1, 3), date(2025, 1, 4))),
+    ("我准备了礼物，打算3月5号送给她", (date(2025, 3, 5), date(2025, 3, 6))),  # a plan after what was prepared
 ])
 def test_a_plan_names_the_next_such_date_what_happened_the_last(text: str, expected: tuple[date, date]) -> None:
     assert days(event_span(text, MAY_10)) == expected

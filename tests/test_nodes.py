@@ -130,6 +130,13 @@ def test_rewrite_falls_back_to_the_message_when_the_model_fails() -> None:
     (["My daughter is 6"], "Did I tell her that?", "Did I tell my daughter that?"),  # an object "her"
     (["My daughter is 6"], "I gave her my keys", "I gave my daughter my keys"),
     (["My husband is Tom"], "He is late", "My husband is late"),
+    (["我老婆是医生"], "她几点下班？", "我老婆几点下班？"),  # an occupation of hers names no one else
+    (["My wife is a doctor"], "When does she get off work?", "When does my wife get off work?"),
+    (["My husband is Tom"], "I had dinner with Tom, what did he order?",  # Tom is the husband
+     "I had dinner with Tom, what did my husband order?"),
+    (["My wife is 40"], "Did I meet her boss?", "Did I meet my wife's boss?"),
+    (["My wife is 40"], "Did I get her number?", "Did I get my wife's number?"),
+    (["我女儿叫小美"], "老实说，她最近怎么样", "老实说，我女儿最近怎么样"),
 ])
 def test_rewrite_without_a_model_puts_the_family_member_for_the_pronoun(
         earlier: list[str], follow_up: str, standalone: str) -> None:
@@ -147,7 +154,7 @@ def test_rewrite_without_a_model_puts_the_family_member_for_the_pronoun(
     (["我女儿叫小美", "我同事老李今天骂我了"], "她凭什么这么对我？"),  # ... or since the daughter
     (["我女儿叫小美"], "我想学吉他"), (["我女儿叫小美"], "其他的呢？"), (["我女儿叫小美"], "她妈妈是谁"),  # no pronoun
     (["我爸的朋友老张上周去世了"], "他是怎么去世的？"), (["我妈和我姐去逛街了"], "她买了什么？"),  # two who fit
-    (["My daughter is 6"], "Do you know Obama? What did she do?"),
+    (["My daughter is 6"], "Do you know Obama? What did she do?"), (["我老婆在上海"], "昨天见了小丽，她说什么了？"),
 ])
 def test_rewrite_without_a_model_leaves_a_pronoun_without_a_referent(earlier: list[str], follow_up: str) -> None:
     thread: list[Any] = [m for text in earlier for m in (HumanMessage(text), AIMessage("好的"))]

@@ -278,6 +278,8 @@ def test_a_break_across_the_new_year_is_this_one_until_it_ends():
     assert span("上个暑假") == (date(2023, 7, 1), date(2023, 9, 1), "range")  # NOW: 14 March 2024
     assert span("这个暑假") == (date(2024, 7, 1), date(2024, 9, 1), "range")  # the next
     assert span("上个寒假") == (date(2024, 1, 19), date(2024, 3, 1), "range")  # ended on 1 March
+    sep_10 = datetime(2024, 9, 10, 12, tzinfo=UTC).timestamp()  # "这个暑假过得怎么样" just after it
+    assert span("这个暑假我去了哪里", sep_10) == (date(2024, 7, 1), date(2024, 9, 1), "range")
 
 
 @pytest.mark.parametrize("query", ["过年过得怎么样", "过年假期我回了老家", "过年会回家吗", "在老家过年过了一周"])
