@@ -29,28 +29,31 @@ _EN_OTHERS = ("friend|boss|coworker|co-worker|colleague|neighbou?r|teacher|manag
 _ZH_KIN = re.compile(rf"我(?:的|家)?(?P<k>{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})(?![们妹夫嫂]|的(?:{_ZH_OTHERS}))")
 _EN_KIN = re.compile(rf"(?i)\bmy\s+(?P<k>{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER})\b"
                      rf"(?!-in-law|'s\s+(?:{_EN_OTHERS}|girlfriend|boyfriend))")
-_ZH_OTHER = re.compile(rf"(?:{_ZH_OTHERS})|(?:^|(?<=[，,和跟见了]))[小老](?![实心时大公婆妈爸伴家师板])[\u4e00-\u9fff]"
-                       rf"(?=[，,。说来去呢了]|$)|(?:{_ZH_KIN.pattern})的(?:{_ZH_OTHERS})")
+_ZH_OTHER = re.compile(rf"(?:{_ZH_OTHERS})|(?:^|(?<=[，,]))[小老](?![实心时大公婆妈爸伴家师板])[\u4e00-\u9fff]"
+                       rf"|(?<=[和跟见了])[小老](?![实心时大公婆妈爸伴家师板])[\u4e00-\u9fff](?=[，,。说来去呢了]|$)"
+                       rf"|(?:{_ZH_KIN.pattern})的(?:{_ZH_OTHERS})")
 """Someone outside the family: 我朋友小丽, 同事老李, 见了小丽, 我爸的朋友 (not 老实说, 小心)."""
-_ZH_PREDICATE = re.compile(r"是(?:一?[个名位])?$")
+_ZH_PREDICATE = re.compile(rf"我(?:的|家)?(?:{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})(?:也|还|现在)?是(?:一?[个名位])?$")
 """我老婆是医生: an occupation said of the family member, no one else."""
 _EN_OTHER = re.compile(rf"\b(?i:{_EN_OTHERS})s?\b"
                        r"|\b(?i:met|know|saw|meet|called|texted|with|about)\s+(?P<n>[A-Z][a-z]+)|-in-law\b")
-_EN_PREDICATE = re.compile(r"(?i)\bis\s+(?:an?\s+)?$")
+_EN_PREDICATE = re.compile(rf"(?i)\bmy\s+(?:{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER})\s+is\s+(?:an?\s+)?$")
 """"My wife is a doctor": an occupation said of the family member, no one else."""
-_NOT_SOMEONE_WORDS = """mom mum dad mother father grandma grandpa christmas easter thanksgiving halloween monday
-tuesday wednesday thursday friday saturday sunday january february march april may june july august september october
-november december"""
+_NOT_SOMEONE_WORDS = """christmas easter thanksgiving halloween monday tuesday wednesday thursday friday saturday
+sunday"""
 _NOT_SOMEONE = frozenset(_NOT_SOMEONE_WORDS.split())
-"""Capitalised words after "with" or "about" that name no one else ("dinner with Mom", "talked about Christmas")."""
+"""Capitalised words after "with" or "about" that name no one ("talked about Christmas"; "with Mom", "with May" may
+be someone other than the family member named)."""
 _ZH_PRONOUN = re.compile(r"(?<![其吉利排])[她他](?![们人乡日俩]|妈的|[妈爸哥姐弟妹家]|老公|老婆|儿子|女儿"
                          r"|的(?:朋友|同事))")
 """她, 他; not 他们 (a group), 吉他 / 其他 (words), or 她妈妈 (her mother: someone else)."""
 _EN_PRONOUN = re.compile(r"(?i)\b(?P<p>she|he|her|him|his)\b")
 _EN_GIVES = re.compile(r"(?i)\b(?:give|gave|given|giving|tell|told|telling|buy|bought|buying|send|sent|sending"
                        r"|ask|asked|show|showed|teach|taught|lend|lent|owe|owed|promise|promised|bring|brought|get|got"
-                       r"|pay|paid)\s*$")
-"""A verb with "her" as its first object ("Did I tell her that?", "I gave her my keys")..."""
+                       r"|pay|paid|call|called|meet|met|see|saw|seen|visit|visited|help|helped|text|texted|love|miss"
+                       r"|missed|take|took|make|made|remind|reminded|hug|hugged|let|thank|thanked|to|for|with|about"
+                       r"|at)\s*$")
+"""A verb or preposition with "her" as its object ("Did I tell her that?", "I gave her my keys", "I love her")..."""
 _HER_THINGS = re.compile(r"(?i)\s+(?:boss|friends?|mom|mum|dad|parents?|sisters?|brothers?|husband|wife|job|family|name"
                          r"|birthday|number|address|phone|car|school|teacher|work|kids?|son|daughter)\b")
 """... unless a word of hers follows ("tell her boss", "get her number")."""

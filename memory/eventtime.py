@@ -72,8 +72,8 @@ def _span(text: str, said_at: float, named: list[bool] | None = None) -> tuple[f
         named.append(window is not None)
     if window is None or window.contains(said_at) or window.end <= window.start:
         return None
-    if window.end <= said_at and PLAN_RE.search(text) and not _PAST_PLAN.search(text) and not _SINCE.search(
-            text[:max(text.find(window.expression), 0)]):
+    if window.end <= said_at and PLAN_RE.search(text) and not _PAST_PLAN.search(text) and not _since(
+            text, window, said_at):
         window = _ahead(text, said_at, window)
     if window.start <= said_at - said_at % DAY < window.end:  # the day it was said ("今天", "this morning")
         return None
@@ -82,18 +82,27 @@ def _span(text: str, said_at: float, named: list[bool] | None = None) -> tuple[f
 
 LUNAR_SHIFT_DAYS = 45
 """How far a holiday's next occurrence may lie from one calendar year on (春节 moves by up to ~20 days)."""
-_NAMES_YEAR = re.compile(r"(?i)(?<!过)年|上个|这个|\byear\b|\b(?:last|this)\s+[a-z]")
+_NAMES_YEAR = re.compile(r"(?i)(?<!过)年|上个|\byear\b|\b(?:last|this)\s+[a-z]")
 """An expression that says which year (去年三月, "last December"): a plan does not move it."""
 _PAST_PLAN = re.compile(
     r"(?i)\b(?:was|were|had been|had)\s+(?:\w+\s+)?(?:looking forward|preparing|training|getting ready|planning)"
     r"|\b(?:back in|went badly|got cancell?ed|was cancell?ed|called off)\b"
-    r"|终于(?!要|会|可以)|结果|后来|取消了|期待已久|(?:准备|打算|计划)(?:了|过)(?![^。！？!?]*(?:打算|计划|要|将|会))"
+    r"|终于(?!要|会|可以)|结果|后来|取消了|期待已久|(?:准备|打算|计划)(?:了|过)(?![^。！？!?]*(?:打算|计划|将要|要去|会去))"
     r"|\bback from\b")
 """Words that tell the plan is behind ("I was looking forward to …", "期待已久的演唱会终于看了"): not moved ahead."""
 
 
-_SINCE = re.compile(r"(?i)\b(?:after|since)\s+(?:the\s+)?$|(?:自从|从)$")
-"""What is planned after or since a time ("I'm going back to work after Christmas"): that time stays where it is."""
+_SINCE = re.compile(r"(?i)\bsince\s+(?:the\s+)?$|自从$")
+_AFTER = re.compile(r"(?i)\bafter\s+(?:the\s+)?$|从$")
+JUST_AFTER_DAYS = 14
+"""A plan "after Christmas" said within this many days of it is after the Christmas just past."""
+
+
+def _since(text: str, window: TimeWindow, said_at: float) -> bool:
+    """Whether the time is one the plan runs since ("自从春节以来"), or one just past that it comes after ("I'm going
+    back to work after Christmas", said on 27 December): that time stays where it is."""
+    before = text[:max(text.find(window.expression), 0)]
+    return bool(_SINCE.search(before) or _AFTER.search(before) and said_at - window.end < JUST_AFTER_DAYS * DAY)
 
 
 _BARE_WEEKDAY = re.compile(

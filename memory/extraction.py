@@ -556,13 +556,18 @@ _NOT_THE_JOB = re.compile(r"(?i)\b(?:didn'?t|not|never|lost|quit|left|applied|ap
 "I think my husband got a new job at Google")."""
 
 
+_TAKEN_BACK = re.compile(r"(?i)\b(?:turned (?:it|them) down|declined|fell through|didn'?t (?:take|accept))\b")
+"""A job taken back after it was named ("… but I turned it down")."""
+
+
 def _en_new_job(m: re.Match[str]) -> Extracted | None:
     """"I just moved to Seattle for a new job at Amazon", "I started a new role at Stripe": the user's workplace, when
     nothing in the sentence makes it another's, a past one or a wish."""
     start = max(m.string.rfind(p, 0, m.start()) for p in ".!?;") + 1
     ends = [i for i in (m.string.find(p, m.end()) for p in ".!?;") if i >= 0]
     v = m["v"]
-    if _NOT_THE_JOB.search(m.string[start:min(ends, default=len(m.string))]) or v.casefold() in _NOT_A_WORKPLACE:
+    if (_NOT_THE_JOB.search(m.string[start:m.end()]) or _TAKEN_BACK.search(m.string[m.end():min(ends, default=None)])
+            or v.casefold() in _NOT_A_WORKPLACE):
         return None
     return _fact("workplace", v, f"The user works at {v}")
 _FIELD_WORDS = """
@@ -938,7 +943,8 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         _en_work_city,
     ),
     (  # "I just moved to Seattle for a new job at Amazon", "my new job at Google": where the user works
-        re.compile(r"(?:\bI(?:'ve| have)?\s+(?:just\s+)?(?i:got|landed|started|start|accepted|took|have|began)\s+"
+        re.compile(r"(?:\bI(?:'ve| have|'m| am)?\s+(?:just\s+)?(?i:got|landed|started|starting|start|accepted|took|have"
+                   r"|began)\s+"
                    r"(?i:a|my)|\b(?i:for a|my))\s+(?i:new\s+)?(?i:job|position|role)\s+(?i:at|with)\s+"
                    r"(?P<v>[A-Z][\w&\-']*(?:\s+(?!I\b)[A-Z][\w&\-']*){0,2})"),
         _en_new_job,
@@ -1081,7 +1087,7 @@ _ZH_SELF_CLAUSE = re.compile(
     rf"^\s*我(?!的|{_ZH_OTHERS})|^\s*我的(?:名字|姓名|生日|工作|职业|老家|家乡|年龄)"
 )
 _ZH_OTHER_CLAUSE = re.compile(rf"^\s*(?:他|她|它|我的|我(?:{_ZH_OTHERS})|我家|我有(?:一)?[个位]"
-                              r"|我(?:认识|介绍|遇到|碰到|见到)(?:了)?(?:一)?[个位])")
+                              rf"|我(?:认识|介绍|遇到|碰到|见到|陪|帮)|我(?:跟|和|给)我(?:{_ZH_OTHERS}))")
 _ZH_MY_OWN = re.compile(r"^\s*我的(?:名字|姓名|生日|工作|职业|老家|家乡|年龄)")
 _ZH_NAMES_OTHER = re.compile(r"^\s*我(?!的名字|的姓名|小名|现在|目前)[^，,。叫]{1,6}叫")
 """我表哥叫李明, 我闺蜜叫小美: a clause naming someone else (我叫, 我的名字叫 name the user)."""
@@ -1132,7 +1138,7 @@ _LETTERS = re.compile(r"[A-Za-z]+")
 
 
 _ACRONYM_WORDS = """
-NYC DC SF LA UK US USA UAE EU UN IBM ABC NBC CBS BBC CNN NHS MIT UCL NYU UCLA USC IKEA
+NYC DC SF LA UK US USA UAE EU UN GE HP BP IBM ABC NBC CBS BBC CNN NHS MIT UCL NYU UCLA USC IKEA
 NASA FBI CIA ICU ER HR IT PR QA
 """
 _ACRONYMS = frozenset(_ACRONYM_WORDS.split())
@@ -1182,7 +1188,8 @@ def _recased(item: Extracted) -> Extracted:
             return item  # NYC, IBM, the UK: as written
         last = len(item.value.rstrip())
         value = _LETTERS.sub(lambda r: r[0] if not r[0].isupper() or _keeps_capitals(r[0]) and (
-            len(r[0]) > 2 or r.end() == last) else r[0].capitalize(), item.value)  # NEW York, ABC News, EL Paso
+            len(r[0]) > 2 or r.end() == last or r[0] in _ACRONYMS) else r[0].capitalize(),
+            item.value)  # NEW York, ABC News, EL Paso, LA Fitness
     else:
         value = item.value.lower()
         return replace(item, value=value, text=item.text[:1] + item.text[1:].lower())

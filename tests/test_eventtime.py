@@ -176,7 +176,9 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
     ("过年的时候我准备了很多年货", (date(2024, 2, 9), date(2024, 2, 17))),
     ("母亲节我准备了礼物", (date(2023, 5, 14), date(2023, 5, 15))),
     ("We're driving back from Thanksgiving at my parents'", (date(2023, 11, 23), date(2023, 11, 24))),
-    ("I'm going back to work after Christmas", (date(2023, 12, 25), date(2023, 12, 26))),  # after it: stays
+    ("I'm going to quit after Christmas", (date(2024, 12, 25), date(2024, 12, 26))),  # long past: the next
+    ("我打算从3月5号开始健身", (date(2025, 3, 5), date(2025, 3, 6))),
+    ("母亲节我准备了礼物，她说不要", (date(2023, 5, 14), date(2023, 5, 15))),
     ("I'm flying home from Paris on January 3", (date(2025, 1, 3), date(2025, 1, 4))),
     ("我准备了礼物，打算3月5号送给她", (date(2025, 3, 5), date(2025, 3, 6))),  # a plan after what was prepared
 ])
@@ -243,6 +245,14 @@ PLANS = {
     "en": ("I have a dentist appointment next Wednesday at nine.", "What do I have on today?",
            ["I bought fruit at the market.", "I went to the dentist about my tooth.", "I went running in the park."]),
 }
+
+
+def test_a_plan_after_a_time_just_past_leaves_it_there() -> None:
+    dec_27 = datetime(2023, 12, 27, 12, tzinfo=UTC).timestamp()  # two days after Christmas
+    told = event_span("I'm going back to work after Christmas", dec_27)
+    assert days(told) == (date(2023, 12, 25), date(2023, 12, 26))
+    mar_14 = datetime(2024, 3, 14, 12, tzinfo=UTC).timestamp()  # two weeks after the winter break ended
+    assert days(event_span("这个寒假我打算去滑雪", mar_14)) == (date(2025, 1, 7), date(2025, 2, 18))  # a plan: the next
 
 
 @pytest.mark.parametrize("lang", sorted(PLANS))

@@ -136,6 +136,7 @@ def test_rewrite_falls_back_to_the_message_when_the_model_fails() -> None:
      "I had dinner with Tom, what did my husband order?"),
     (["My wife is 40"], "Did I meet her boss?", "Did I meet my wife's boss?"),
     (["My wife is 40"], "Did I get her number?", "Did I get my wife's number?"),
+    (["My wife is 40"], "I love her so much", "I love my wife so much"),
     (["我女儿叫小美"], "老实说，她最近怎么样", "老实说，我女儿最近怎么样"),
 ])
 def test_rewrite_without_a_model_puts_the_family_member_for_the_pronoun(
@@ -155,6 +156,9 @@ def test_rewrite_without_a_model_puts_the_family_member_for_the_pronoun(
     (["我女儿叫小美"], "我想学吉他"), (["我女儿叫小美"], "其他的呢？"), (["我女儿叫小美"], "她妈妈是谁"),  # no pronoun
     (["我爸的朋友老张上周去世了"], "他是怎么去世的？"), (["我妈和我姐去逛街了"], "她买了什么？"),  # two who fit
     (["My daughter is 6"], "Do you know Obama? What did she do?"), (["我老婆在上海"], "昨天见了小丽，她说什么了？"),
+    (["我老婆在上海"], "小丽昨天来了，她说什么了？"), (["我老婆在上海"], "昨天来的是朋友，她说什么了？"),
+    (["My wife is 40"], "The caller is a coworker, what did she want?"),
+    (["My daughter is 6"], "I had dinner with Mom, what did she order?"),
 ])
 def test_rewrite_without_a_model_leaves_a_pronoun_without_a_referent(earlier: list[str], follow_up: str) -> None:
     thread: list[Any] = [m for text in earlier for m in (HumanMessage(text), AIMessage("好的"))]
