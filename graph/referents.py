@@ -29,7 +29,8 @@ _EN_OTHERS = ("friend|boss|coworker|co-worker|colleague|neighbou?r|teacher|manag
 _ZH_KIN = re.compile(rf"我(?:的|家)?(?P<k>{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})(?![们妹夫嫂]|的(?:{_ZH_OTHERS}))")
 _EN_KIN = re.compile(rf"(?i)\bmy\s+(?P<k>{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER})\b"
                      rf"(?!-in-law|'s\s+(?:{_EN_OTHERS}|girlfriend|boyfriend))")
-_ZH_OTHER = re.compile(rf"(?:{_ZH_OTHERS})|(?:^|(?<=[，,]))[小老](?![实心时大公婆妈爸伴家师板])[\u4e00-\u9fff]"
+_ZH_OTHER = re.compile(rf"(?:{_ZH_OTHERS})"
+                       r"|(?:^|(?<=[，,]))[小老](?![实心时大公婆妈爸伴家师板学区孩组说吃事样])[\u4e00-\u9fff]"
                        rf"|(?<=[和跟见了])[小老](?![实心时大公婆妈爸伴家师板])[\u4e00-\u9fff](?=[，,。说来去呢了]|$)"
                        rf"|(?:{_ZH_KIN.pattern})的(?:{_ZH_OTHERS})")
 """Someone outside the family: 我朋友小丽, 同事老李, 见了小丽, 我爸的朋友 (not 老实说, 小心)."""
@@ -50,16 +51,17 @@ _ZH_PRONOUN = re.compile(r"(?<![其吉利排])[她他](?![们人乡日俩]|妈�
 _EN_PRONOUN = re.compile(r"(?i)\b(?P<p>she|he|her|him|his)\b")
 _EN_GIVES = re.compile(r"(?i)\b(?:give|gave|given|giving|tell|told|telling|buy|bought|buying|send|sent|sending"
                        r"|ask|asked|show|showed|teach|taught|lend|lent|owe|owed|promise|promised|bring|brought|get|got"
-                       r"|pay|paid|call|called|meet|met|see|saw|seen|visit|visited|help|helped|text|texted|love|miss"
-                       r"|missed|take|took|make|made|remind|reminded|hug|hugged|let|thank|thanked|to|for|with|about"
-                       r"|at)\s*$")
-"""A verb or preposition with "her" as its object ("Did I tell her that?", "I gave her my keys", "I love her")..."""
+                       r"|pay|paid)\s*$")
+"""A verb that takes two objects, "her" the first ("Did I tell her that?", "I gave her my keys")..."""
 _HER_THINGS = re.compile(r"(?i)\s+(?:boss|friends?|mom|mum|dad|parents?|sisters?|brothers?|husband|wife|job|family|name"
                          r"|birthday|number|address|phone|car|school|teacher|work|kids?|son|daughter)\b")
 """... unless a word of hers follows ("tell her boss", "get her number")."""
 _EN_OBJECT_AFTER = re.compile(r"(?i)\s*(?:[?.!,;]|$|\s(?:for|to|at|in|on|with|about|from|a|an|the|some|any|back|"
-                              r"up|out|yesterday|today|last|this|again|my|that|money|anything|something)\b)")
-"""What follows an object "her" ("What did I buy her?", "Did I call her yesterday?"), not a possessive one."""
+                              r"up|out|yesterday|today|tonight|last|this|again|my|that|money|anything|something|so|very"
+                              r"|too|more|much|a lot|and|but|or|when|if|because|since|every|all|once|twice|off|over|now"
+                              r"|then|first|later|soon|tomorrow)\b)")
+"""What follows an object "her" after any other verb or a preposition ("What did I buy her?", "I love her so much",
+"Did I call her yesterday?"); otherwise "her" is possessive ("I love her smile", "Did I meet her boss?")."""
 _MAX_CHARS = 80
 
 
@@ -128,7 +130,7 @@ def resolve_pronoun(message: str, earlier: Sequence[str]) -> str | None:
         return None
     after = message[en.end():]
     possessive = pronoun == "his" or pronoun == "her" and not (
-        _EN_GIVES.search(message[:en.start()]) and not _HER_THINGS.match(after) or _EN_OBJECT_AFTER.match(after))
+        _EN_OBJECT_AFTER.match(after) or _EN_GIVES.search(message[:en.start()]) and not _HER_THINGS.match(after))
     mine = f"my {kin}'s" if possessive else f"my {kin}"
     if en.start() == 0 or message[:en.start()].rstrip().endswith((".", "!", "?")):
         mine = mine[0].upper() + mine[1:]  # "He is late" → "My husband is late"

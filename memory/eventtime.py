@@ -87,7 +87,7 @@ _NAMES_YEAR = re.compile(r"(?i)(?<!过)年|上个|\byear\b|\b(?:last|this)\s+[a-
 _PAST_PLAN = re.compile(
     r"(?i)\b(?:was|were|had been|had)\s+(?:\w+\s+)?(?:looking forward|preparing|training|getting ready|planning)"
     r"|\b(?:back in|went badly|got cancell?ed|was cancell?ed|called off)\b"
-    r"|终于(?!要|会|可以)|结果|后来|取消了|期待已久|(?:准备|打算|计划)(?:了|过)(?![^。！？!?]*(?:打算|计划|将要|要去|会去))"
+    r"|终于(?!要|会|可以)|结果|后来|取消了|期待已久|(?:准备|打算|计划)(?:了|过)(?![^。！？!?]*(?:打算|计划|(?<![不重主只需])要(?!是)|会去))"
     r"|\bback from\b")
 """Words that tell the plan is behind ("I was looking forward to …", "期待已久的演唱会终于看了"): not moved ahead."""
 

@@ -556,8 +556,12 @@ _NOT_THE_JOB = re.compile(r"(?i)\b(?:didn'?t|not|never|lost|quit|left|applied|ap
 "I think my husband got a new job at Google")."""
 
 
-_TAKEN_BACK = re.compile(r"(?i)\b(?:turned (?:it|them) down|declined|fell through|didn'?t (?:take|accept))\b")
-"""A job taken back after it was named ("… but I turned it down")."""
+_TAKEN_BACK = re.compile(r"(?i)\b(?:I|we)\s+(?:\w+\s+)?(?:quit|left|lost|declined|rejected"
+                         r"|didn'?t\s+(?:take|accept|start|get)|won'?t\s+(?:take|accept|start)"
+                         r"|(?:was|got)\s+(?:fired|laid off|let go))\b"
+                         r"|\b(?:turned\s+(?:\w+\s+){0,2}down|declined|fell through|if)\b")
+"""A job taken back or put in doubt after it was named ("… but I turned it down", "… but I quit after a week", "…
+if the visa comes through")."""
 
 
 def _en_new_job(m: re.Match[str]) -> Extracted | None:

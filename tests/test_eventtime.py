@@ -181,6 +181,8 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
     ("母亲节我准备了礼物，她说不要", (date(2023, 5, 14), date(2023, 5, 15))),
     ("I'm flying home from Paris on January 3", (date(2025, 1, 3), date(2025, 1, 4))),
     ("我准备了礼物，打算3月5号送给她", (date(2025, 3, 5), date(2025, 3, 6))),  # a plan after what was prepared
+    ("母亲节我准备了礼物，要送给妈妈", (date(2024, 5, 12), date(2024, 5, 13))),  # 要: still to give
+    ("母亲节我准备了很重要的礼物", (date(2023, 5, 14), date(2023, 5, 15))),  # 重要 is no 要
 ])
 def test_a_plan_names_the_next_such_date_what_happened_the_last(text: str, expected: tuple[date, date]) -> None:
     assert days(event_span(text, MAY_10)) == expected

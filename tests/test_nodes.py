@@ -137,6 +137,9 @@ def test_rewrite_falls_back_to_the_message_when_the_model_fails() -> None:
     (["My wife is 40"], "Did I meet her boss?", "Did I meet my wife's boss?"),
     (["My wife is 40"], "Did I get her number?", "Did I get my wife's number?"),
     (["My wife is 40"], "I love her so much", "I love my wife so much"),
+    (["My wife is 40"], "I love her smile", "I love my wife's smile"),  # love takes one object: a word of hers
+    (["My wife is 40"], "I talked to her about the trip", "I talked to my wife about the trip"),
+    (["我女儿叫小美"], "对了，小学那边她适应了吗", "对了，小学那边我女儿适应了吗"),  # 小学 names no one
     (["我女儿叫小美"], "老实说，她最近怎么样", "老实说，我女儿最近怎么样"),
 ])
 def test_rewrite_without_a_model_puts_the_family_member_for_the_pronoun(
