@@ -21,7 +21,7 @@ from mneme.memory.lowvalue import is_low_value, is_question
 from mneme.memory.passages import sentences
 from mneme.memory.tokenize import tokenize
 from mneme.memory.writing import TurnPlan, WritePolicy, preview_plan
-from mneme.prompts import MEMORY_ONLY_DOCUMENT, MEMORY_ONLY_ITEM, reply_texts
+from mneme.prompts import MEMORY_ONLY_DOCUMENT, MEMORY_ONLY_ITEM, about_span, reply_texts
 
 
 def turn_plan(message: str, *, policy: WritePolicy | None = None) -> TurnPlan:
@@ -52,6 +52,12 @@ def best_sentence(text: str, query: str) -> str:
     return max(sentences(text) or [text.strip()], key=lambda s: len(wanted & set(tokenize(s))))
 
 
+def _when(record: Mapping[str, Any], texts: Mapping[str, str]) -> str:
+    """The day a memory was said, and the time it tells of when that is another ("下个月18号考六级")."""
+    said, about = to_iso(record["created_at"])[:10], about_span(record.get("metadata"))
+    return f"{said}{texts['joiner']}{texts['about']}{about}" if about else said
+
+
 def _flat(text: str, limit: int = 400) -> str:
     return " ".join(str(text).split())[:limit]
 
@@ -71,7 +77,7 @@ def render(message: str, recalled: Sequence[Mapping[str, Any]], *, first_line: s
     documents = [r for r in relevant if r.get("source") == "document"]
     if memories:
         lines.append(texts["memories"])
-        lines.extend(MEMORY_ONLY_ITEM.format(date=to_iso(r["created_at"])[:10], id=r["id"], text=_flat(r["text"]))
+        lines.extend(MEMORY_ONLY_ITEM.format(date=_when(r, texts), id=r["id"], text=_flat(r["text"]))
                      for r in memories)
     if documents:
         lines.append(texts["documents"])

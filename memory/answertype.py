@@ -211,8 +211,11 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((slot, re.compile(patter
             r"|\bwhat (?:kind of )?work do i do\b"),
     ("workplace", r"我在哪(?:里|儿|个公司|家公司|个城市)?(?:工作|上班)|\bwhere do i work\b"),
     ("work_city", r"我在哪(?:里|儿|个城市)?(?:工作|上班)|\bwhere do i work\b|\bwhat city do i work in\b"),
-    ("school", r"我在哪(?:里|儿|个学校|所学校)?(?:上学|读书|念书)|我的学校|\bwhere do i (?:study|go to school)\b"
-               r"|\bwhat school do i\b"),
+    ("school", r"我在哪(?:里|儿|个学校|所学校|个城市)?(?:上学|读书|念书|上大学|读大学|读研|读博|上高中|读高中)"
+               r"|我(?:是)?(?:哪个|哪所|什么)(?:学校|大学|高中)的|我的学校|我的大学(?:是|叫)?(?:哪(?:个|所)|什么|啥)?"
+               r"(?:了|来着)?[吗呢啊呀]?\W*$"
+               r"|\bwhere do i (?:study|go to (?:school|college|university))\b|\bwhat (?:school|college|university)"
+               r" do i\b|\bwhere (?:do|did) i go to (?:school|college)\b"),
     ("diet", r"我吃素吗|我是素食|我(?:吃东西)?(?:有)?(?:什么|啥|哪些|没有什么|没有啥)?忌口|我的忌口"
              r"|我(?:有什么|有啥)?不(?:能)?吃(?:什么|啥)|我有(?:什么|啥)不(?:能)?吃的"
              r"|\bam i (?:a )?(?:vegetarian|vegan)\b|\bmy diet\b|\bmy dietary (?:restrictions?|requirements?|needs)\b"

@@ -79,7 +79,8 @@ _ZH_NAME_STOP = re.compile(r"今年|住|在|是|来自|的|了|啦|呀|哦|吧|�
 _ZH_JOB_STOP = re.compile(r"在|于|已经|[0-9一二三四五六七八九十两几]+年|了|啦|呀|哦|吧|和|，|所以|因为")
 _ZH_PREF_STOP = re.compile(r"了|啦|呀|哦|吧|因为|但是|可是|不过|所以|而且|特别是|尤其")
 _EN_STOP = re.compile(
-    r"\s(?:now|since|for|with|and i|and i'm|and my|and we|and our|and it|and he|and she|and they"
+    r"\s(?:now|since|for|with|and i|and i'm|and my|and we|and our|and it|and he|and she|and they|studying|majoring"
+    r"|working|doing|taking"
     r"|because|but|last|this|next|recently|anymore|any more|where|which|who"
     r"|when|so|as well|too|these days|nowadays|a lot|very much|so much)(?![a-z])",
     re.I,
@@ -428,6 +429,19 @@ def _en_school(m: re.Match[str]) -> Extracted | None:
     return _fact("school", v, f"The user graduated from {v}")
 
 
+_EN_SCHOOL_NAME = (r"(?:the\s+)?(?:[A-Z][\w&.'-]*\s+){0,4}(?:University|College|Institute|School|Academy)"
+                   r"(?:\s+of\s+[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*){0,3})?|[A-Z]{2,6}(?![a-z])")
+"""A school by its name: "the University of Toronto", "Boston College", "UCLA" (not "the library", "night")."""
+
+
+def _en_studies_at(m: re.Match[str], part: str) -> Extracted | None:
+    """"I study nursing at the University of Toronto": the major, or the school (one builder per part)."""
+    if part == "major":
+        return _major(m["v"], zh=False)
+    v = re.sub(r"^the\s+(?=University|College|Institute)", "", m["s"])
+    return _fact("school", v, f"The user studies at {v}")
+
+
 def _learning(m: re.Match[str], zh: bool) -> Extracted | None:
     v = _clean_zh(m["v"], _ZH_PREF_STOP, max_len=10) if zh else _clean_en(m["v"], max_words=4)
     if not v or zh and v.startswith(("校", "院", "生", "期", "会", "了", "着", "的")):
@@ -622,7 +636,7 @@ _PROFESSION_RE = re.compile(
 )
 _NOT_PROFESSION = re.compile(
     r"(?:mother|father|brother|sister|daughter|lover|beginner|user|member|believer|fan|night owl|"
-    r"early bird|smoker|drinker|eater|sleeper|worrier|introvert|extrovert|foreigner|newcomer|"
+    r"early bird|smoker|drinker|eater|sleeper|worrier|introvert|extrovert|foreigner|newcomer|junior|senior|"
     r"big fan|person|fast learner|slow learner|winner|loser|customer|client|patient|sucker|regular)$",
     re.I,
 )
@@ -836,12 +850,18 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     (re.compile(r"(?:你好|您好|嗨|哈喽|hi|hello)[，,！!。~\s]*我是(?P<v>[\u4e00-\u9fff]{2,3})(?=[，,。！!~\s]|$)",
                 re.I),
      _zh_greeting_name),
-    (re.compile(rf"我(?:现在|目前)?在(?P<v>{_ZH_VALUE}{{1,12}}?)(?:读书|上学|念书|读大学|上大学|读研|读博)"
+    (re.compile(rf"我(?:现在|目前)?在(?P<v>{_ZH_VALUE}{{1,12}}?)(?:读书|上学|念书|读大学|上大学|读研|读博"
+                r"|读(?:大[一二三四]|研[一二三]|高[一二三]|初[一二三]|本科|高中|初中|小学))"
                 r"(?!的时候|时|那会|那几年|期间)"),
      _zh_studies_at),
     (re.compile(rf"(?<!希望)(?<!想让)(?<!让)我的?(?:学的|读的)?专业是(?P<v>{_ZH_VALUE}{{1,10}})"
-                rf"|(?<!希望)(?<!想让)(?<!让)我(?:是)?(?:学|读)(?P<v2>{_ZH_VALUE}{{1,8}}?)专业(?:的|(?=[，,。！!？?；;]|$))"),
+                rf"|(?<!希望)(?<!想让)(?<!让)我(?:是)?(?:学|读)(?:的是)?(?P<v2>{_ZH_VALUE}{{1,8}}?)专业(?:的|(?=[，,。！!？?；;]|$))"),
      lambda m: _major(m["v"] or m["v2"], zh=True)),
+    # 我在成都读大三，学的是计算机: what one studies, said with where or in which year (not 我今天学的是微积分)
+    (re.compile(rf"我(?:现在|目前)?(?:在[^，,。！？!?]{{1,12}}?)?(?:读|上)(?:大[一二三四]|大学|研[一二三]?|本科|研究生)"
+                rf"[，,]?\s*我?(?:学的|读的|念的)是"
+                rf"(?P<v>{_ZH_VALUE}{{1,8}}?)(?:专业)?(?=[，,。！!？?；;]|$)"),
+     lambda m: _major(m["v"], zh=True)),
     (re.compile(rf"我(?:现在|目前)?{_ZH_IS}(?P<v>{_ZH_JOB_TITLE})"), _zh_job),
     (re.compile(rf"我(?:现在|目前)?是做(?P<v>{_ZH_VALUE}{{1,10}}?)的"), _zh_did_job),
     # 我在一家银行做会计, 我在医院当护士: the job after 做/当 only when it is an occupation (我在家做饭 is not)
@@ -976,6 +996,13 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
        lambda m, part=part: _en_teach(m, part)) for part in ("job", "workplace", "work_city")),
     (re.compile(rf"(?i:\bmy major is|{_EN_WHO}(?:'m| am)? major(?:ing)? in)\s+(?P<v>{_EN_VALUE}{{1,40}})"),
      lambda m: _major(_EN_AT_PLACE.split(m["v"], maxsplit=1)[0], zh=False)),
+    (re.compile(rf"(?i:{_EN_WHO}(?:'m| am)\s+an?\s+(?:\w+\s+)?(?:student|junior|senior|freshman|sophomore)"
+                r"(?:\s+at\s+[^,.;!?()\n]{1,40}?)?,?\s+studying)\s+(?P<v>[a-z][a-z ]{1,40}?)"
+                r"(?=\s*(?:[,.;!?]|$|\s(?i:and|but|at|in)\b))"),
+     lambda m: _major(m["v"], zh=False)),
+    *((re.compile(rf"(?i:{_EN_WHO}(?:'m| am)?\s+(?:currently\s+|now\s+)?stud(?:y|ying))\s+(?P<v>[a-z][a-z ]{{1,40}}?)"
+                  rf"\s+(?i:at)\s+(?P<s>{_EN_SCHOOL_NAME})(?=\s*(?:[,.;!?]|$|\s(?i:and|but|in)\b))"),
+       lambda m, part=part: _en_studies_at(m, part)) for part in ("major", "school")),
     (
         re.compile(rf"(?i:\bmy (?:job|profession|occupation) is(?: an?)?)\s+(?P<v>{_EN_VALUE}{{1,60}})"),
         _en_job,
@@ -1098,7 +1125,8 @@ _ZH_NAMES_OTHER = re.compile(r"^\s*我(?!的名字|的姓名|小名|现在|目�
 """A clause about someone or something else ("我的女儿叫朵朵", "她…"): the clauses after it are not about the user."""
 _ZH_DROPPED_SUBJECT = re.compile(
     r"^(?:今年|去年|上个月|现在|如今|目前|也|还|最|后来|刚刚?|已经|最近)?(?:住|搬|在[^，,]{1,20}?(?:工作|上班)|是一名|是一位|喜欢|不喜欢|讨厌|来自|的生日|"
-    rf"在[^，,]{{1,12}}?(?:做|当){_ZH_JOB_TITLE}|在[^，,]{{1,12}}?(?:读书|上学|念书|读大学|上大学|读研|读博)|"
+    rf"在[^，,]{{1,12}}?(?:做|当){_ZH_JOB_TITLE}|在[^，,]{{1,12}}?(?:读书|上学|念书|读大学|上大学|读研|读博"
+    r"|读(?:大[一二三四]|研[一二三]|高[一二三]|初[一二三]|本科|高中|初中|小学))|学的是|读的是|"
     r"[0-9一二三四五六七八九十]{1,3}岁|是做|对[^，,]{1,12}过敏|不吃|吃素|"
     rf"{_ZH_IS}{_ZH_JOB_TITLE})"
 )

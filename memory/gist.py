@@ -26,7 +26,7 @@ _ZH_TOPICS: list[tuple[str, str]] = [
     (r"领导|老板|上司|经理|主管|同事|加班|方案|项目|公司|上班|工作|绩效|客户|职场|面试|夜班|值班|倒班|[科院店组处]长"
      r"|护士长", "工作"),
     (r"男朋友|女朋友|男友|女友|对象|恋爱|分手|失恋|前任|老公|老婆|丈夫|妻子|婚姻|离婚", "感情"),
-    (r"考试|成绩|学习|论文|作业|挂科|考研|高考|老师|学校|导师", "学业"),
+    (r"考试|成绩|学习|论文|作业|挂科|考研|高考|老师|学校|导师|[四六]级|专[四八]|雅思|托福|期末|期中|答辩|毕业", "学业"),
     (r"父母|爸妈|爸爸|妈妈|父亲|母亲|家里|家人|孩子|儿子|女儿|我妈|我爸", "家庭"),
     (r"生病|住院|医院|身体|体检|病了|疼", "健康"),
     (r"房贷|欠债|借钱|工资|钱|负债|还款", "经济"),
@@ -56,7 +56,7 @@ _ZH_EVENTS: list[tuple[str, str]] = [
     (r"加班", "长期加班"),
 ]
 _ZH_EFFECTS: list[tuple[str, str]] = [
-    (r"失眠|睡不着|睡不好|整夜没睡|一夜没睡", "失眠"),
+    (r"失眠|睡不着|睡不好|整夜没睡|一夜没睡|没睡着", "失眠"),
     (r"吃不下|没胃口|不想吃", "食欲差"),
     (r"觉得自己[^，。！？]{0,6}?(?:失败|没用|差劲|一无是处|不行|废物|很差|好差|太差)|自卑|一无是处"
      rf"|{SELF_JUDGEMENT_ZH}|[好很太真超]没用", "自我评价低"),
@@ -76,7 +76,8 @@ _EN_TOPICS: list[tuple[str, str]] = [
     (r"boss|manager|colleague|coworker|co-worker|office|work|job|project|proposal|client|deadline|career",
      "work"),
     (r"boyfriend|girlfriend|partner|husband|wife|marriage|relationship|broke up|breakup|divorce|ex", "a relationship"),
-    (r"exam|grade|school|study|studies|thesis|teacher|professor|class", "school"),
+    (r"exam|grade|school|study|studies|thesis|teacher|professor|class|finals|midterm|gre|gmat|sat|ielts|toefl",
+     "school"),
     (r"parents?|mom|mum|dad|mother|father|family|son|daughter|kids?", "family"),
     (r"sick|ill|illness|hospital|health|pain|diagnos\w*", "health"),
     (r"money|debt|rent|mortgage|bills|salary|loan", "money"),
@@ -123,6 +124,8 @@ _ZH_TABLES = [[(re.compile(p), t) for p, t in table] for table in (_ZH_TOPICS, _
 _EN_TABLES = [[(re.compile(rf"(?<![a-z])(?:{p})s?(?![a-z])", re.I), t) for p, t in table]
               for table in (_EN_TOPICS, _EN_EVENTS, _EN_EFFECTS, _EN_REQUESTS)]
 _PRESSURE_RE = re.compile(r"压力\w{0,3}大")
+_ZH_NUMBERED_RE = re.compile(r"(?<![\d一二三四五六七八九十])(?:[四六]级|专[四八]|科目[一二三四])")
+"""Names of exams with a numeral in them, which jieba tags as numbers and would drop."""
 _ZH_POS = ("n", "vn", "nz", "ns", "nr", "nt", "nw", "v", "l", "i")
 _ZH_GENERIC_WORDS = """感觉 觉得 知道 可能 起来 我会 没有 你好 感到 方法 办法 不想 变得 愿意 有时候 地方 注意
 发现 听说 时候 今天 最近 真的 事情 东西 一下 一些 有点 怎么办 怎么 什么 自己 大家 希望 需要 现在 已经
@@ -134,7 +137,8 @@ every said says tell told make made going been being doing whole today's since s
 there back away around again maybe lately moved went came getting started help yeah thanks sorry wow hey
 unfortunately pretty last next first keep keeps kept ever else once other anymore week weeks month months
 year years day days tonight morning evening got get gets let lot bit way too yes put say saw see try
-now new old big ago few yet one two three four five six seven eight nine ten during stop stopped"""
+now new old big ago few yet one two three four five six seven eight nine ten during stop stopped tomorrow
+weekend monday tuesday wednesday thursday friday saturday sunday"""
 _EN_GENERIC = frozenset(_EN_GENERIC_WORDS.split())
 _EN_GENERIC_STEMS = frozenset(stem(w) for w in _EN_GENERIC)
 _GRAPHIC_RE = re.compile(
@@ -207,8 +211,11 @@ def key_terms(message: str, said: list[tuple[int, int]], *, zh: bool, n: int = 4
         import jieba.analyse
 
         ensure_jieba()
-        candidates = [t for t in jieba.analyse.extract_tags(message, topK=12, allowPOS=_ZH_POS)
-                      if len(t) >= 2 and t not in _ZH_GENERIC]
+        # exams jieba reads as numerals (六级, 专八, 科目二) first; not a verb with its complement (吵得, 气得)
+        named = [m.group() for m in _ZH_NUMBERED_RE.finditer(message)]
+        candidates = list(dict.fromkeys(named + [t for t in jieba.analyse.extract_tags(
+            message, topK=12, allowPOS=_ZH_POS) if len(t) >= 2 and t not in _ZH_GENERIC
+            and not (len(t) == 2 and t[1] == "得")]))
     else:
         # names first (capitalised inside a sentence: people, places, brands are what a later question names),
         # then other content words; interjections and -ly adverbs say nothing a question would ask for
@@ -217,7 +224,11 @@ def key_terms(message: str, said: list[tuple[int, int]], *, zh: bool, n: int = 4
         plain = [w.lower() for w, _ in words]
         candidates = [w for w in dict.fromkeys(names + plain)
                       if w not in EN_STOPWORDS and w not in _EN_GENERIC and "'" not in w and not w.endswith("ly")]
-    return [t for t in candidates if unsaid(t)][:n]
+    kept: list[str] = []
+    for t in candidates:  # 科目 says nothing 科目二 did not
+        if unsaid(t) and not any(t.casefold() in k.casefold() for k in kept):
+            kept.append(t)
+    return kept[:n]
 
 
 _ZH_PLAIN = """今年 去年 明年 今天 昨天 明天 前天 后天 每天 每周 上周 下周 这周 本周 周末 早上 晚上

@@ -40,7 +40,7 @@ from mneme.memory.base import (
 )
 from mneme.memory.cached_records import clear as forget_decoded_rows
 from mneme.memory.eventtime import END as EVENT_END
-from mneme.memory.eventtime import NAMES_TIME, event_time
+from mneme.memory.eventtime import NAMES_TIME, event_affinity, event_time
 from mneme.memory.eventtime import START as EVENT_START
 from mneme.memory.forgetting import ForgettingPolicy
 from mneme.memory.indexed import IndexedStore
@@ -437,8 +437,13 @@ class MemoryService:
                 continue
             relevance = overlap
             signals = {"keyword": overlap, "queued": 1.0}
+            # when what it tells happened, as the stored record will hold it ("上周末…", "下个月18号…")
+            event, _ = event_time(entry.user_text, entry.created_at, reply=entry.assistant_text)
+            meta: dict[str, Any] = {"queued": True, **({EVENT_START: event[0], EVENT_END: event[1]} if event else {})}
             if window is not None:
                 affinity = time_affinity(entry.created_at, window)
+                if event is not None:
+                    affinity = max(affinity, event_affinity(event, window))
                 relevance += opts.time_weight * affinity
                 signals["time"] = affinity
             relevance *= opts.memory_weight
@@ -448,7 +453,7 @@ class MemoryService:
             out.append(Recalled(
                 id=rid, kind=kind, text=entry.preview, score=relevance,
                 source="memory", created_at=entry.created_at, source_turns=list(entry.turn_ids),
-                thread_id=entry.thread_id, metadata={"queued": True}, signals=signals, user_id=entry.user_id))
+                thread_id=entry.thread_id, metadata=meta, signals=signals, user_id=entry.user_id))
         return out
 
     def _null_baseline(self) -> NullBaseline:

@@ -60,6 +60,7 @@ MEMORY_ONLY_ZH = {
     "kept_summary": "记下了这段倾诉的概要（不保存原话）。",
     "kept_turn": "记下了这条消息。",
     "nothing_to_keep": "好的。这条消息没有需要记住的内容。",
+    "about": "说的是 ",
 }
 """Memory-only mode's reply text in Chinese (no chat model: Mneme reports what it recalled)."""
 
@@ -74,11 +75,13 @@ MEMORY_ONLY_EN = {
     "kept_summary": "Noted a short summary of this (not your exact words).",
     "kept_turn": "Noted this message.",
     "nothing_to_keep": "OK. Nothing in this message needs remembering.",
+    "about": "about ",
 }
 """Memory-only mode's reply text in English."""
 
 MEMORY_ONLY_ITEM = "- ({date}) {text} [{id}]"
-"""One recalled item in a memory-only reply."""
+"""One recalled item in a memory-only reply: ``date`` is the day it was said, then the time it tells of when that is
+another ("2026-12-03; about 2027-01-18")."""
 
 MEMORY_ONLY_DOCUMENT = "- {title}: {text} [{id}]"
 """One recalled document in a memory-only reply: its title and the sentence that best matches the question."""
@@ -107,9 +110,9 @@ def _date(ts: Any) -> str:
         return "unknown"
 
 
-def _about(metadata: Any) -> str:
-    """`` about="…"`` when a memory tells of another time than it was said (``memory/eventtime.py``): the day, or
-    the first and last day of the span; else nothing."""
+def about_span(metadata: Any) -> str:
+    """The time a memory tells of when it is not the day it was said (``memory/eventtime.py``): the day, or the
+    first and last day of the span (``2027-01-01..2027-01-31``); else ""."""
     if not isinstance(metadata, Mapping):
         return ""
     try:
@@ -119,7 +122,12 @@ def _about(metadata: Any) -> str:
     if not end > start:
         return ""
     first, last = _date(start), _date(end - 1.0)
-    return f' about="{first if first == last else f"{first}..{last}"}"'
+    return first if first == last else f"{first}..{last}"
+
+
+def _about(metadata: Any) -> str:
+    span = about_span(metadata)
+    return f' about="{span}"' if span else ""
 
 
 def render_memories(items: Iterable[Mapping[str, Any]]) -> str:
@@ -149,6 +157,7 @@ def render_documents(items: Iterable[Mapping[str, Any]]) -> str:
 
 __all__ = [
     "GENERATE_SYSTEM", "MEMORY_ONLY_DOCUMENT", "MEMORY_ONLY_EN", "MEMORY_ONLY_ITEM", "MEMORY_ONLY_ZH",
-    "NOTHING_RECALLED", "REWRITE_SYSTEM", "REWRITE_USER", "is_chinese", "render_documents", "render_memories",
+    "NOTHING_RECALLED", "REWRITE_SYSTEM", "REWRITE_USER", "about_span", "is_chinese", "render_documents",
+    "render_memories",
     "reply_texts",
 ]

@@ -405,3 +405,21 @@ def test_a_question_about_feelings_finds_the_queued_summary_of_a_worry(journal: 
         assert "撑不住了" not in got[0].text  # the gist, not the words
     assert all(it.kind != Kind.SUMMARY for it in service.recall("alice", "我喜欢喝什么茶？", options=strict))
     assert service.recall("bob", "我最近状态怎么样", options=strict) == []
+
+
+def test_a_queued_turn_tells_when_its_event_is_as_its_record_will(journal: WriteJournal) -> None:
+    service = make(journal)
+    assert service.applier is not None
+    service.applier.pause()
+    service.enqueue_turn("alice", user_text="下个月18号我要考六级，有点紧张")  # a worry: its summary is queued
+    service.enqueue_turn("alice", user_text="上周末我去了杭州，吃了西湖醋鱼")
+    queued = {it.id: it for it in service.recall("alice", "六级 杭州")}
+    assert queued and all(it.metadata.get("queued") for it in queued.values())
+    service.applier.resume()
+    assert service.drain(10)
+    stored = {r.id: r for r in all_records(service, "alice")}
+    for rid, item in queued.items():  # the span recall showed while queued is the one the record holds
+        assert (item.metadata["event_start"], item.metadata["event_end"]) == (
+            stored[rid].metadata["event_start"], stored[rid].metadata["event_end"])
+    exam = next(it for it in queued.values() if "六级" in it.text)
+    assert datetime.fromtimestamp(exam.metadata["event_start"], UTC).date().isoformat() == "2024-06-18"

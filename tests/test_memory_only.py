@@ -69,6 +69,19 @@ def test_a_thanks_or_greeting_is_told_there_was_nothing_to_keep_not_that_nothing
     assert MEMORY_ONLY_ZH["nothing"] in _reply("我的猫叫什么？", [])  # a question that finds nothing is told so
 
 
+def test_an_item_shows_the_time_it_tells_of_beside_the_day_it_was_said() -> None:
+    exam = {"id": "sum-1", "kind": "summary", "text": "用户倾诉了烦恼：因学业而紧张（涉及：六级）。", "score": 0.9,
+            "source": "memory", "created_at": 1.7e9,  # 2023-11-14
+            "metadata": {"event_start": 1699920000 + 65 * 86400, "event_end": 1699920000 + 66 * 86400}}
+    assert "- (2023-11-14；说的是 2024-01-18) 用户倾诉了烦恼" in _reply("我六级什么时候考？", [exam])
+    trip = {**exam, "text": "user: I went to Kyoto", "metadata": {"event_start": 1699920000 - 10 * 86400,
+                                                                  "event_end": 1699920000 - 8 * 86400}}
+    assert "- (2023-11-14; about 2023-11-04..2023-11-05) user: I went to Kyoto" in _reply("When did I go to Kyoto?",
+                                                                                          [trip])
+    said_that_day = {**exam, "metadata": {}}
+    assert "- (2023-11-14) 用户倾诉了烦恼" in _reply("我六级什么时候考？", [said_that_day])
+
+
 def test_an_item_below_the_relevance_floor_is_not_listed() -> None:
     noise = {"id": "ep-9", "kind": "episodic", "text": "user: 周五晚上叫了披萨", "score": 0.3, "source": "memory",
              "created_at": 1.7e9, "signals": {"dense": 0.05, "relevant": 0.0}}

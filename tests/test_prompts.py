@@ -53,7 +53,7 @@ def test_generate_prompt_has_each_data_block_once() -> None:
 @pytest.mark.parametrize("texts", [prompts.MEMORY_ONLY_ZH, prompts.MEMORY_ONLY_EN])
 def test_memory_only_texts_have_every_key(texts: dict[str, str]) -> None:
     assert set(texts) == {"label", "memories", "documents", "nothing", "empty", "kept", "joiner", "kept_summary",
-                          "kept_turn", "nothing_to_keep"}
+                          "kept_turn", "nothing_to_keep", "about"}
     assert set(prompts.MEMORY_ONLY_ZH) == set(prompts.MEMORY_ONLY_EN)
 
 

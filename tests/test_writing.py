@@ -160,6 +160,12 @@ ISSUE_EN = ("I'm so sad today, my boss yelled at me in front of the whole team, 
          "用户倾诉了烦恼：因工作被护士长挑剔而疲惫；身心透支（涉及：夜班）。"),
         ("I've been so stressed lately, the principal keeps picking on me and I can't sleep",
          "The user confided a worry: feels stressed about being picked on by their principal; sleeplessness."),
+        # the exam a worry is about stays findable (六级 is a numeral to jieba), not a verb's complement (吵得)
+        ("下个月18号我要考六级，有点紧张", "用户倾诉了烦恼：因学业而紧张（涉及：六级）。"),
+        ("明天要考驾照科目二，好紧张", "用户倾诉了烦恼：感到紧张（涉及：科目二、考驾照）。"),
+        ("我室友老是半夜打游戏，吵得我睡不着，烦死了", "用户倾诉了烦恼：因人际关系而烦；失眠（涉及：打游戏、室友）。"),
+        ("My GRE is next Friday and I'm so nervous",
+         "The user confided a worry: feels nervous about school (about: gre)."),
     ],
 )
 def test_a_negative_exchange_leaves_its_gist_and_none_of_its_clauses(message: str, expected: str) -> None:
