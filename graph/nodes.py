@@ -145,8 +145,10 @@ def _expand_without_model(message: str, history: list[BaseMessage], longer: list
 
 
 def _rewritten(out: BaseMessage, fallback: str, attempts: int) -> dict[str, Any]:
-    return {"query": text_of(out).strip().strip("\"'“”").strip() or fallback, **degraded.fresh(),
-            "model_attempts": attempts}
+    query = text_of(out).strip().strip("\"'“”").strip()
+    if not query or is_low_value(query) and not is_low_value(fallback):
+        query = fallback  # an empty rewrite, or an "OK, noted." that would search for nothing, says nothing
+    return {"query": query, **degraded.fresh(), "model_attempts": attempts}
 
 
 def _attempts(exc: Exception) -> int:
@@ -334,6 +336,10 @@ async def generate(
         out, attempts = await _caller(model, caller).ainvoke("answer", prompt, config)
     except Exception as exc:  # noqa: BLE001 - a failed model call is a degraded answer, never an error
         return _answered_from_memory(state, exc, write_memory=ctx.write_memory)
+    if not text_of(out).strip() and not getattr(out, "tool_calls", None):
+        log.warning("the chat model returned an empty answer; answering from memory")
+        return _answered_from_memory(state, ModelUnavailableError("the chat model returned an empty answer",
+                                                                  attempts=attempts))
     return _answered(state, text_of(out), attempts, streamed=out)
 
 
@@ -350,6 +356,10 @@ def generate_sync(
         out, attempts = _caller(model, caller).invoke("answer", prompt, config)
     except Exception as exc:  # noqa: BLE001 - a failed model call is a degraded answer, never an error
         return _answered_from_memory(state, exc, write_memory=ctx.write_memory)
+    if not text_of(out).strip() and not getattr(out, "tool_calls", None):
+        log.warning("the chat model returned an empty answer; answering from memory")
+        return _answered_from_memory(state, ModelUnavailableError("the chat model returned an empty answer",
+                                                                  attempts=attempts))
     return _answered(state, text_of(out), attempts, streamed=out)
 
 

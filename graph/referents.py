@@ -22,9 +22,12 @@ _ZH_EITHER = "孩子|宝宝|爱人|对象|老伴"
 _EN_FEMALE = "wife|girlfriend|daughter|mom|mum|mother|sister|grandma|grandmother|aunt|niece|fiancée"
 _EN_MALE = "husband|boyfriend|son|dad|father|brother|grandpa|grandfather|uncle|nephew|fiancé"
 _EN_EITHER = "partner|kid|child|baby"
-_ZH_OTHERS = "朋友|同事|老板|领导|老师|同学|室友|邻居|闺蜜|哥们|上司|经理|医生|客户|男生|女生|男人|女人|网友|师傅"
+_ZH_OTHERS = ("朋友|同事|老板|领导|老师|同学|室友|邻居|闺蜜|哥们|上司|经理|医生|客户|男生|女生|男人|女人|网友|师傅"
+              "|婆婆|公公|岳父|岳母|丈母娘|老丈人|阿姨|叔叔|舅舅|舅妈|姑姑|姑妈|姨妈|伯伯|婶婶|班主任|园长|校长|教练|护士"
+              "|保姆|司机|房东|大夫")
 _EN_OTHERS = ("friend|boss|coworker|co-worker|colleague|neighbou?r|teacher|manager|roommate|doctor|guy|girl|woman"
-              "|man|lady|client|customer")
+              "|man|lady|client|customer|coach|principal|nurse|nanny|babysitter|tutor|landlord|landlady|pastor|priest"
+              "|therapist|lawyer|dentist")
 
 _ZH_KIN = re.compile(rf"我(?:的|家)?(?P<k>{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})(?![们妹夫嫂]|的(?:{_ZH_OTHERS}))")
 _EN_KIN = re.compile(rf"(?i)\bmy\s+(?P<k>{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER})\b"
@@ -34,6 +37,26 @@ _ZH_OTHER = re.compile(rf"(?:{_ZH_OTHERS})"
                        rf"|(?<=[和跟见了])[小老](?![实心时大公婆妈爸伴家师板])[\u4e00-\u9fff](?=[，,。说来去呢了]|$)"
                        rf"|(?:{_ZH_KIN.pattern})的(?:{_ZH_OTHERS})")
 """Someone outside the family: 我朋友小丽, 同事老李, 见了小丽, 我爸的朋友 (not 老实说, 小心)."""
+_ZH_THEIR_KIN = re.compile(rf"(?:的|个|[她他你]|她们|他们)(?:{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})")
+"""Someone else's family, or a new one: 我老婆的妹妹, 生了个女儿, 她女儿 (a family word without 我 is the user's:
+老公今天加班)."""
+_EN_THEIR_KIN = re.compile(rf"(?i)(?:'s|\b(?:her|his|their|your|a|an))\s+(?:{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER})s?\b")
+""""My wife's sister", "her son", "a daughter": someone else's family, or a new one."""
+_ZH_SURNAMES = ("王李张刘陈杨黄赵吴朱郭罗梁宋邓曹彭肖袁潘蒋蔡杜魏吕丁沈姚卢姜崔谭汪廖贾韦邹孟秦邱尹薛闫侯陶郝龚邵覃"
+                "林")
+_ZH_NAME = re.compile(rf"(?:^|(?<=[，,。！？!?\s]))[{_ZH_SURNAMES}][\u4e00-\u9fff]{{1,2}}?"
+                      r"(?=今天|昨天|刚才|刚刚|说|来了|给我|打|跟我|和我|问|找|是|约|送|叫|发|带|又|也|还|请|让|把|[，,])")
+"""A name opening a clause (张伟今天给我打电话, 李娜说…): someone the pronoun may mean."""
+_EN_NAME = re.compile(r"(?<![A-Za-z'\u2019])(?P<n>[A-Z][a-z]+)\b(?!')")
+_EN_NOT_A_NAME_WORDS = """yesterday today tonight tomorrow remember please thanks thank sorry yes no ok okay hey hi
+hello
+well oh so also just maybe actually anyway honestly lol wow guess tell did does can could should would will was were
+has have had what when where who why how which last this next my our your his her their the and but or if since after
+before then now mom mum dad mommy daddy grandma grandpa january february march april may june july august september
+october november december dear god omg ugh haha yeah nope sure great good nice cool"""
+_EN_NOT_A_NAME = frozenset(_EN_NOT_A_NAME_WORDS.split())
+"""Capitalised words that start a sentence or name a time, not someone (Mom: the family member, or another's)."""
+_EN_PLACE_BEFORE = re.compile(r"(?i)\b(?:to|in|at|from|near|into|visit|visited|visiting|of|on|for|around)\s+$")
 _ZH_PREDICATE = re.compile(rf"我(?:的|家)?(?:{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})(?:也|还|现在)?是(?:一?[个名位])?$")
 """我老婆是医生: an occupation said of the family member, no one else."""
 _EN_OTHER = re.compile(rf"\b(?i:{_EN_OTHERS})s?\b"
@@ -51,8 +74,9 @@ _ZH_PRONOUN = re.compile(r"(?<![其吉利排])[她他](?![们人乡日俩]|妈�
 _EN_PRONOUN = re.compile(r"(?i)\b(?P<p>she|he|her|him|his)\b")
 _EN_GIVES = re.compile(r"(?i)\b(?:give|gave|given|giving|tell|told|telling|buy|bought|buying|send|sent|sending"
                        r"|ask|asked|show|showed|teach|taught|lend|lent|owe|owed|promise|promised|bring|brought|get|got"
-                       r"|pay|paid)\s*$")
-"""A verb that takes two objects, "her" the first ("Did I tell her that?", "I gave her my keys")..."""
+                       r"|pay|paid|make|made|making|let|lets|letting|help|helped|helping)\s*$")
+"""A verb that takes two objects, or an object and a verb, "her" the first ("Did I tell her that?", "I gave her my
+keys", "I made her cry", "I let her go")..."""
 _HER_THINGS = re.compile(r"(?i)\s+(?:boss|friends?|mom|mum|dad|parents?|sisters?|brothers?|husband|wife|job|family|name"
                          r"|birthday|number|address|phone|car|school|teacher|work|kids?|son|daughter)\b")
 """... unless a word of hers follows ("tell her boss", "get her number")."""
@@ -63,6 +87,7 @@ _EN_OBJECT_AFTER = re.compile(r"(?i)\s*(?:[?.!,;]|$|\s(?:for|to|at|in|on|with|ab
 """What follows an object "her" after any other verb or a preposition ("What did I buy her?", "I love her so much",
 "Did I call her yesterday?"); otherwise "her" is possessive ("I love her smile", "Did I meet her boss?")."""
 _MAX_CHARS = 80
+_ANY_KIN = re.compile(rf"{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER}|(?i:\b(?:{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER})s?\b)")
 
 
 def _female(kin: str) -> bool | None:
@@ -82,15 +107,22 @@ def _family_names(texts: Sequence[str]) -> set[str]:
 
 
 def _others(text: str, zh: bool, family: set[str]) -> list[int]:
-    """Where mentions of someone outside the family end in ``text`` (an occupation said of a family member, a family
-    member's name, Mom, Christmas: no one else)."""
-    rx, predicate = (_ZH_OTHER, _ZH_PREDICATE) if zh else (_EN_OTHER, _EN_PREDICATE)
+    """Where mentions of someone outside the family end in ``text``: a friend, a colleague, someone else's family or a
+    new one (我老婆的妹妹, "a daughter"), a name (张伟今天…, "Tom called me"). An occupation said of a family member,
+    a family member's own name, a place ("to Paris") or a holiday name no one else."""
+    rx, theirs, predicate = (_ZH_OTHER, _ZH_THEIR_KIN, _ZH_PREDICATE) if zh else (_EN_OTHER, _EN_THEIR_KIN,
+                                                                                   _EN_PREDICATE)
     out = []
-    for m in rx.finditer(text):
-        name = None if zh else m["n"]
+    for m in [*rx.finditer(text), *theirs.finditer(text)]:
+        name = None if zh or m.re is theirs else m["n"]
         if predicate.search(text[:m.start()]) or name and name.lower() in family | _NOT_SOMEONE:
             continue
         out.append(m.end())
+    if zh:
+        out += [m.end() for m in _ZH_NAME.finditer(text)]
+    else:
+        out += [m.end() for m in _EN_NAME.finditer(text) if m["n"].lower() not in family | _NOT_SOMEONE | _EN_NOT_A_NAME
+                and not _EN_PLACE_BEFORE.search(text[:m.start()])]
     return out
 
 
@@ -113,8 +145,8 @@ def _latest_kin(texts: Sequence[str], female: bool, zh: bool) -> str | None:
 def resolve_pronoun(message: str, earlier: Sequence[str]) -> str | None:
     """``message`` with its first 她/他/she/he/her/him/his put as the family member it means (from ``earlier``, the
     user's recent messages, oldest first), or None when it has no such pronoun or referent."""
-    if len(message) > _MAX_CHARS or _ZH_KIN.search(message) or _EN_KIN.search(message):
-        return None
+    if len(message) > _MAX_CHARS or _ANY_KIN.search(message):
+        return None  # the follow-up names its own family member (老公说他很累, "Did my wife call him?")
     zh = _ZH_PRONOUN.search(message)
     if zh:
         if _others(message[:zh.start()], True, set()):

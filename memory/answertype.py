@@ -197,7 +197,7 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((slot, re.compile(patter
     ("name", rf"我叫(?:什么|啥)(?:名字)?{_END}|我的名字(?:是什么|叫什么|是啥)?{_END}|我(?:的)?姓(?:什么|啥)"
              r"|\bwhat(?:'s| is) my name\b|\bwhat am i called\b|\bdo you (?:know|remember) my name\b"),
     ("age", rf"我(?:今年)?(?:多大|几岁|多少岁){_END}|我的年龄|\bhow old am i\b|\bmy age\b"),
-    ("birthday", r"我(?:的)?生日(?:是|在)?(?:哪天|哪一天|什么时候|啥时候|几月几号?|几号|哪个月)"
+    ("birthday", r"我(?:的)?生日(?:是|在)?(?:哪天|哪一天|什么时候|啥时候|几月(?:几[号日])?|几号|哪个月)"
                  r"|我(?:的)?生日是?(?:吗|呢)?\W*$|我(?:是)?(?:哪天|什么时候|啥时候|几月几号)(?:出生|生的)"
                  r"|\b(?:(?:when|what)(?:'s| is)|what (?:day|date) is|(?:know|remember) (?:when )?) ?my birthday\b"
                  r"(?!'s|\s+(?:party|parties|plans?|wish(?:es)?|dinner|cake|gift|present|trip|list|celebration))"

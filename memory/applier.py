@@ -52,6 +52,8 @@ class JournalApplier:
         """Batches stored so far (figures and tests)."""
         self.last_error: str | None = None
         """The last failure, until a batch succeeds again (``/readyz`` and ``mneme doctor`` may show it)."""
+        self.store_down = False
+        """Set while the last batch failed because the store could not be reached (cleared by the next write)."""
         self._plans: dict[str, TurnPlan] = {}
         self._touches: dict[str, dict[str, tuple[float, int]]] = {}
         """Recalls to count, per user and record: (latest time, how many); applied in batches, best effort."""
@@ -163,10 +165,10 @@ class JournalApplier:
             try:
                 self._apply(entries)
                 backoff = 0.0
-                self.last_error = None
+                self.last_error, self.store_down = None, False
             except TRANSIENT as exc:
                 backoff = min(self.max_backoff, max(0.2, backoff * 2))
-                self.last_error = f"{type(exc).__name__}: {exc}"
+                self.last_error, self.store_down = f"{type(exc).__name__}: {exc}", True
                 logger.warning("memory store unavailable; %d queued turns wait (retry in %.1fs): %s",
                                self.journal.backlog(), backoff, exc)
                 self._stop.wait(backoff)

@@ -38,12 +38,17 @@ START, END = "event_start", "event_end"
 NAMES_TIME = "names_time"
 """Metadata flag of a record whose words name a time but no span outside the day said ("today", "this month")."""
 
+_ON_THE_WAY = r"\b(?:i'm|i am|we're|we are) (?:going|heading|flying|driving) (?:home|to|away|out|back(?!\s+from))\b"
+"""On the way now, or soon ("I'm heading to work", "I'm flying home for Christmas"): a plan only for a time in the
+same clause ("I'm driving to the hospital, my son broke his arm on March 3" moves nothing)."""
+_ON_THE_WAY_RE = re.compile(_ON_THE_WAY, re.I)
+_CLAUSE_MARK = re.compile(r"[,.;!?，。；！？\n]")
 PLAN_RE = re.compile(
     r"打算|准备|计划|将要|将会|即将|想要去|要去|要来|要回|要到|会去|约好|预定|预约"
     r"|期待|备考"
     r"|\b(?:will|shall|going to|gonna|plan(?:ning|s)? to|about to|intend(?:s|ing)? to|scheduled"
     r"|training for|prepar(?:e|es|ing) for|getting ready for|looking forward to|coming up|upcoming|can'?t wait)\b"
-    r"|'ll\b|\b(?:i'm|i am|we're|we are) (?:going|heading|flying|driving) (?:home|to|away|out|back(?!\s+from))\b",
+    r"|'ll\b|" + _ON_THE_WAY,
     re.IGNORECASE)
 """Words that make a sentence a plan: a date without a year in it lies ahead, not behind."""
 
@@ -72,12 +77,25 @@ def _span(text: str, said_at: float, named: list[bool] | None = None) -> tuple[f
         named.append(window is not None)
     if window is None or window.contains(said_at) or window.end <= window.start:
         return None
-    if window.end <= said_at and PLAN_RE.search(text) and not _PAST_PLAN.search(text) and not _since(
+    if window.end <= said_at and _plans(text, window) and not _PAST_PLAN.search(text) and not _since(
             text, window, said_at):
         window = _ahead(text, said_at, window)
     if window.start <= said_at - said_at % DAY < window.end:  # the day it was said ("今天", "this morning")
         return None
     return window.start, window.end
+
+
+def _plans(text: str, window: TimeWindow) -> bool:
+    """Whether ``text`` plans what happens at ``window``: a word of plan anywhere, or one of being on the way in the
+    clause that names the time."""
+    if any(not _ON_THE_WAY_RE.fullmatch(m.group()) for m in PLAN_RE.finditer(text)):
+        return True
+    at = text.find(window.expression)
+    if at < 0:
+        return PLAN_RE.search(text) is not None
+    starts = [m.end() for m in _CLAUSE_MARK.finditer(text, 0, at)]
+    end = _CLAUSE_MARK.search(text, at + len(window.expression))
+    return _ON_THE_WAY_RE.search(text[starts[-1] if starts else 0:end.start() if end else len(text)]) is not None
 
 
 LUNAR_SHIFT_DAYS = 45
@@ -94,14 +112,18 @@ _PAST_PLAN = re.compile(
 
 _SINCE = re.compile(r"(?i)\bsince\s+(?:the\s+)?$|自从$")
 _AFTER = re.compile(r"(?i)\bafter\s+(?:the\s+)?$|从$")
-JUST_AFTER_DAYS = 14
+_SINCE_END = re.compile(r"\s*(?:开始|起|以来|到现在)")
+JUST_AFTER_DAYS = 31
 """A plan "after Christmas" said within this many days of it is after the Christmas just past."""
 
 
 def _since(text: str, window: TimeWindow, said_at: float) -> bool:
     """Whether the time is one the plan runs since ("自从春节以来"), or one just past that it comes after ("I'm going
     back to work after Christmas", said on 27 December): that time stays where it is."""
-    before = text[:max(text.find(window.expression), 0)]
+    at = max(text.find(window.expression), 0)
+    before, after = text[:at], text[at + len(window.expression):]
+    if _AFTER.search(before) and _SINCE_END.match(after) and not re.search(r"(?:打算|准备|计划|要|将|想)从$", before):
+        return True  # 从春节开始我就想换工作: since (but 我打算从3月5号开始健身 is a plan)
     return bool(_SINCE.search(before) or _AFTER.search(before) and said_at - window.end < JUST_AFTER_DAYS * DAY)
 
 
@@ -110,12 +132,34 @@ _BARE_WEEKDAY = re.compile(
     r"\.?|(?:周|星期|礼拜)[一二三四五六日天]")
 
 
+_BARE_DAY = re.compile(r"(?i)(?:on\s+the\s+)?\d{1,2}(?:st|nd|rd|th)|[\d一二三四五六七八九十]{1,3}\s*[号號日]")
+"""A day of the month alone (14号, "on the 14th"): in a plan, the coming one."""
+
+
+def _next_day_of_month(window: TimeWindow, said_at: float) -> TimeWindow:
+    """The first day after the day ``said_at`` falls on that has ``window``'s day of the month."""
+    start = datetime.fromtimestamp(window.start, UTC)
+    y, m = start.year, start.month
+    for _ in range(4):  # a 31st may be two months on
+        m, y = (1, y + 1) if m == 12 else (m + 1, y)
+        try:
+            day = start.replace(year=y, month=m)
+        except ValueError:
+            continue
+        if day.timestamp() > said_at:
+            return TimeWindow(day.timestamp(), day.timestamp() + (window.end - window.start), window.expression,
+                              window.granularity)
+    return window
+
+
 def _ahead(text: str, said_at: float, window: TimeWindow) -> TimeWindow:
     """The next occurrence of a date without a year that ``window`` read in the past, else ``window``: the same
     words read a year later name the same day one calendar year on only when the date had no year. A bare weekday
     in a plan ("周五我要去看演唱会", "I'm seeing her on Friday") is the coming one, a week after the last."""
     if _BARE_WEEKDAY.fullmatch(window.expression):
         return TimeWindow(window.start + 7 * DAY, window.end + 7 * DAY, window.expression, window.granularity)
+    if _BARE_DAY.fullmatch(window.expression.strip()):  # "14号我要去北京", said on the 3rd: the coming 14th
+        return _next_day_of_month(window, said_at)
     if _NAMES_YEAR.search(window.expression):  # 去年三月, "last December", "March of last year": its year is said
         return window
     said = datetime.fromtimestamp(said_at, UTC)

@@ -34,6 +34,7 @@ from pydantic import BaseModel, Field
 
 from mneme.errors import ModelOutputError, ModelUnavailableError
 from mneme.memory.pets import BREEDS_EN, BREEDS_ZH, PETS_EN, PETS_ZH
+from mneme.memory.places import is_en_place
 from mneme.memory.tokenize import EN_STOPWORDS
 from mneme.prompts.writing import (
     FACT_EXTRACTION_SYSTEM,
@@ -159,9 +160,20 @@ _ZH_REGION = re.compile(r"美国|日本|英国|韩国|法国|德国|俄罗斯|�
 """Where one comes from beyond the city list: a country or region (我是来自美国的留学生), not a company (来自腾讯的)."""
 
 
+_ZH_SOME_PLACE = re.compile(r"(?:这|那|同|一|某|外|本|隔壁|邻|别的|其他|各).*"
+                            r"|[大小老新旧主]?(?:城市|城区|小区|市中心|市区|县城|县|村|镇|省|岛|区|城|州)"
+                            r"|.*(?:开发区|高新区|新区|矿区|郊区)")
+"""A place said but not named: 这个城市, 大城市, 一个小县, 外省, 隔壁村, 开发区, 老城区."""
+
+
+def _names_a_place(value: str) -> bool:
+    """Whether ``value`` is a place's name rather than a kind of place (这个城市, 大城市, 开发区)."""
+    return value in _CN_CITIES or not _ZH_SOME_PLACE.fullmatch(value)
+
+
 def _is_place_zh(value: str) -> bool:
     return value in _CN_CITIES or (value.endswith(("市", "省", "县", "区", "州")) and len(value) <= 6
-                                   and not _NOT_A_PLACE_ZH.fullmatch(value))
+                                   and not _NOT_A_PLACE_ZH.fullmatch(value) and _names_a_place(value))
 
 
 def _fact(key: str, value: str, text: str) -> Extracted | None:
@@ -434,6 +446,19 @@ _EN_SCHOOL_NAME = (r"(?:the\s+)?(?:[A-Z][\w&.'-]*\s+){0,4}(?:University|College|
 """A school by its name: "the University of Toronto", "Boston College", "UCLA" (not "the library", "night")."""
 
 
+_NOT_A_NAME_BUT_WHAT = (
+    "american|british|english|irish|scottish|welsh|canadian|mexican|cuban|jamaican|haitian|dominican|brazilian"
+    "|argentinian|argentine|colombian|peruvian|chilean|venezuelan|french|german|dutch|belgian|swiss|austrian|italian"
+    "|spanish|portuguese|greek|turkish|polish|czech|russian|ukrainian|swedish|norwegian|danish|finnish|hungarian"
+    "|romanian|bulgarian|serbian|croatian|nigerian|ghanaian|kenyan|ethiopian|somali|egyptian|moroccan|israeli"
+    "|iranian|iraqi|syrian|lebanese|saudi|pakistani|indian|bangladeshi|nepali|chinese|japanese|korean|vietnamese"
+    "|thai|filipino|filipina|indonesian|malaysian|singaporean|australian|hispanic|latino|latina|asian|african"
+    "|european|arab|jewish|catholic|mormon|muslim|hindu|buddhist|atheist|bipolar|diabetic|epileptic|dyslexic"
+    "|asthmatic|adhd|deployed|pregnant|retired|divorced|married|single|gay|lesbian|bisexual|straight|sick|ill")
+"""What "My husband is Nigerian and he…" says of someone, capitalised, that is no name: a nationality, a faith,
+a condition."""
+
+
 def _en_studies_at(m: re.Match[str], part: str) -> Extracted | None:
     """"I study nursing at the University of Toronto": the major, or the school (one builder per part)."""
     if part == "major":
@@ -588,27 +613,13 @@ def _en_new_job(m: re.Match[str]) -> Extracted | None:
             or v.casefold() in _NOT_A_WORKPLACE):
         return None
     return _fact("workplace", v, f"The user works at {v}")
-_FIELD_WORDS = """
-marketing sales finance tech technology healthcare health care education retail hospitality government construction
-insurance banking research engineering design media advertising consulting law accounting operations logistics
-security production management publishing journalism software support admin administration science pharma fashion
-medicine mental higher public private social human animal early special excel word photoshop python java sql
-nursing teaching tutoring training banking consulting accounting advertising publishing manufacturing computing
-programming printing catering farming mining shipping trading retailing recruiting lending marketing engineering
-health education childhood care services service development
-january february march april may june july august september october november december spring summer autumn fall
-winter
-"""
-_FIELDS = frozenset(_FIELD_WORDS.split()) | {"customer service", "real estate", "human resources", "public relations"}
-"""What one works in that is a field, not a city ("I work in Marketing")."""
 
 
 def _en_work_city(m: re.Match[str]) -> Extracted | None:
+    """"I work in Seattle": a place on the list (``places``); "in Marketing", "in Oncology", "in ER" are fields."""
     v = _clean_en(m["v"], max_words=3)
-    words = v.casefold().split()
-    if (not v or v.casefold() in _FIELDS or all(w in _FIELDS for w in words)
-            or re.fullmatch(r"[A-Z]{1,3}", v) and v not in ("NYC", "LA", "DC", "SF", "UK", "HK", "US", "USA")):
-        return None  # "I work in Marketing", "in Nursing", "in Mental Health", "in ER" / "ICU"
+    if not v or not is_en_place(v):
+        return None
     return _fact("work_city", v, f"The user works in {v}")
 
 
@@ -814,7 +825,8 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     ),
     (re.compile(rf"我(?:老家)?来自(?P<v>{_ZH_VALUE}{{1,20}})"), _zh_hometown),
     (re.compile(r"我是(?:一名|一位|一个|个)?来自(?P<v>[^的，。！？,.!?]{1,10})的"),  # 来自成都的大学生
-     lambda m: _zh_hometown(m) if _is_place_zh(m["v"]) or _ZH_REGION.fullmatch(m["v"]) else None),
+     lambda m: _zh_hometown(m) if _is_place_zh(m["v"]) or _ZH_REGION.fullmatch(m["v"]) and _names_a_place(m["v"])
+     else None),
     (re.compile(r"我(?:是)?(?:从小)?(?:在|于)(?P<v>[\u4e00-\u9fff]{2,8}?)(?:出生|长大)"),
      lambda m: _zh_hometown(m) if _is_place_zh(m["v"]) else None),
     (re.compile(r"我家(?:住)?在(?P<v>[\u4e00-\u9fff]{2,6}?)(?=[，,。！!？?；;\s]|$|的)"),
@@ -970,7 +982,8 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         re.compile(r"(?:\bI(?:'ve| have|'m| am)?\s+(?:just\s+)?(?i:got|landed|started|starting|start|accepted|took|have"
                    r"|began)\s+"
                    r"(?i:a|my)|\b(?i:for a|my))\s+(?i:new\s+)?(?i:job|position|role)\s+(?i:at|with)\s+"
-                   r"(?P<v>[A-Z][\w&\-']*(?:\s+(?!I\b)[A-Z][\w&\-']*){0,2})"),
+                   r"(?P<v>[A-Z][\w&\-']*(?:\s+(?!I\b|(?i:mon|tues|wednes|thurs|fri|satur|sun)day\b|(?i:today|tomorrow"
+                   r"|tonight|next|last|this|starts?|started|starting|and|but|so|in|on|at)\b)[A-Z][\w&\-']*){0,2})"),
         _en_new_job,
     ),
     (  # "I work at Google in Boston", "I work as a nurse at Mercy hospital in Boston": the city
@@ -1050,7 +1063,7 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         lambda m: None if _no_name(m["v"]) or _NOT_NAME_ENDING.search(m["v"]) or re.fullmatch(
             rf"(?i)black|white|brown|republican|democrat|liberal|conservative|vegan|vegetarian|deaf|blind"
             r"|siamese|persian|tabby|calico|ginger|nonbinary|non-binary|autistic|trans|queer|disabled|adopted"
-            rf"|older|younger|{BREEDS_EN}",
+            rf"|older|younger|{_NOT_A_NAME_BUT_WHAT}|{BREEDS_EN}",
             m["v"]) else _named(m["r"], m["v"], zh=False),
     ),
     (  # "My husband Tom is a firefighter", "my daughter Emma, who is 7", "our dog Max": the name right after
@@ -1118,7 +1131,7 @@ _ZH_SELF_CLAUSE = re.compile(
     rf"^\s*我(?!的|{_ZH_OTHERS})|^\s*我的(?:名字|姓名|生日|工作|职业|老家|家乡|年龄)"
 )
 _ZH_OTHER_CLAUSE = re.compile(rf"^\s*(?:他|她|它|我的|我(?:{_ZH_OTHERS})|我家|我有(?:一)?[个位]"
-                              rf"|我(?:认识|介绍|遇到|碰到|见到|陪|帮)|我(?:跟|和|给)我(?:{_ZH_OTHERS}))")
+                              rf"|我(?:认识|介绍(?!一下自己|下自己|自己)|遇到|碰到|见到|陪|帮)|我(?:跟|和|给)我(?:{_ZH_OTHERS}))")
 _ZH_MY_OWN = re.compile(r"^\s*我的(?:名字|姓名|生日|工作|职业|老家|家乡|年龄)")
 _ZH_NAMES_OTHER = re.compile(r"^\s*我(?!的名字|的姓名|小名|现在|目前)[^，,。叫]{1,6}叫")
 """我表哥叫李明, 我闺蜜叫小美: a clause naming someone else (我叫, 我的名字叫 name the user)."""
@@ -1171,7 +1184,7 @@ _LETTERS = re.compile(r"[A-Za-z]+")
 
 _ACRONYM_WORDS = """
 NYC DC SF LA UK US USA UAE EU UN GE HP BP IBM ABC NBC CBS BBC CNN NHS MIT UCL NYU UCLA USC IKEA
-NASA FBI CIA ICU ER HR IT PR QA
+NASA FBI CIA ICU ER HR IT PR QA UPS USPS AIG
 """
 _ACRONYMS = frozenset(_ACRONYM_WORDS.split())
 """Short words in capitals that stay so: a word without a vowel is one too (NYC, DC, HSBC)."""
@@ -1194,17 +1207,27 @@ def _shouted(text: str) -> bool:
     return len(letters) >= 6 and not any(c.islower() for c in letters) and not _HAN_RE.search(text)
 
 
+def _cased(low: str) -> str:
+    """A lower-case word capitalized as a name: mary-jane is Mary-Jane, mcdonald's McDonald's, o'brien O'Brien
+    (Mac- stays: Mackenzie, Machado)."""
+    out = re.sub(r"[a-z]+", lambda r: r[0].capitalize(), low)
+    out = re.sub(r"'S\b", "'s", out)  # McDonald's, not McDonald'S
+    return re.sub(r"\b(Mc)([a-z])(?=[a-z]{2})", lambda r: r[1] + r[2].upper(), out)
+
+
 def _truecased(text: str) -> str:
     """Capitals read as a writer would have cased them, roughly: function words in lower case, words of three
     letters or fewer as written (NYC, IBM, UK), others capitalized (a name or a place may be among them; the
     patterns that want a capital find one)."""
     def word(w: re.Match[str]) -> str:
         low = w[0].lower()
+        if w[0] in _ACRONYMS:
+            return w[0]  # US, IT: an acronym before a word (us, it)
         if low in EN_STOPWORDS:
             return low
         if _keeps_capitals(w[0]):
             return w[0]  # NYC, IBM, BBC
-        return _LETTERS.sub(lambda r: r[0].capitalize(), low)
+        return _cased(low)
     return _I_RE.sub("I", re.sub(r"[A-Za-z][A-Za-z'\-]*", word, text))
 
 
@@ -1214,7 +1237,7 @@ def _recased(item: Extracted) -> Extracted:
     if not _LATIN_RE.search(item.value):
         return item
     if _NAMED_KEYS.fullmatch(item.key):
-        value = _LETTERS.sub(lambda r: r[0].capitalize(), item.value.lower())
+        value = _cased(item.value.lower())
     elif _PROPER_KEYS.fullmatch(item.key):
         if not re.search(r"\b[A-Z][a-z]{3,}", item.value):
             return item  # NYC, IBM, the UK: as written

@@ -81,8 +81,9 @@ def memory_router(service: MemoryService, *, checkpointer: CheckpointerRef = Non
     def settle(user: str) -> None:
         # Turns are acknowledged once journaled and stored by a background batch: a caller who just spoke
         # must see (and be able to delete) what they said, so wait for their own queued turns first.
-        journal = service.journal
-        if journal is not None and journal.pending(user):
+        # While the store is down nothing drains: the read fails at once (503) instead of after the wait.
+        journal, applier = service.journal, service.applier
+        if journal is not None and journal.pending(user) and not (applier is not None and applier.store_down):
             service.drain(timeout=SETTLE_SECONDS)
 
     @router.get("/memories")

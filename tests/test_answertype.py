@@ -321,6 +321,7 @@ def test_a_question_about_plans_lists_what_lies_ahead_soonest_first(backend: str
     ("我叫什么名字？", ("name",)), ("What's my name?", ("name",)), ("我多大了", ("age",)), ("How old am I?", ("age",)),
     ("我的生日是哪天", ("birthday",)), ("When is my birthday?", ("birthday",)), ("我住在哪里", ("home_city",)),
     ("What is my birthday?", ("birthday",)), ("我生日啥时候", ("birthday",)), ("我生日在哪个月", ("birthday",)),
+    ("我生日是几月", ("birthday",)),
     ("Do you remember my birthday?", ("birthday",)),
     ("any food I don't eat?", ("diet",)), ("What should I do for my birthday?", ()),
     ("我生日想去哪玩", ()), ("Do you remember my birthday party last year?", ()), ("What's my birthday wish?", ()),

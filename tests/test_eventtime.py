@@ -147,6 +147,13 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
     ("We will go hiking on Sunday", (date(2024, 5, 12), date(2024, 5, 13))),
     ("We will go hiking on Sun", (date(2024, 5, 12), date(2024, 5, 13))),
     ("周日我去看了演唱会", (date(2024, 5, 5), date(2024, 5, 6))),
+    # ... and so is a bare day of the month ("on the 14th", 14号): the coming one, else the last
+    ("14号我要去北京", (date(2024, 5, 14), date(2024, 5, 15))),
+    ("我打算2号去上海", (date(2024, 6, 2), date(2024, 6, 3))),
+    ("I'm flying to Madrid on the 14th", (date(2024, 5, 14), date(2024, 5, 15))),
+    ("I'll call her on the 31st", (date(2024, 5, 31), date(2024, 6, 1))),
+    ("我2号去了上海", (date(2024, 5, 2), date(2024, 5, 3))),
+    ("On the 2nd I went to the dentist", (date(2024, 5, 2), date(2024, 5, 3))),
     # words that look ahead name the span ahead (said on Friday 10 May)
     ("下周三我要去面试", (date(2024, 5, 15), date(2024, 5, 16))),
     ("明天我要去北京", (date(2024, 5, 11), date(2024, 5, 12))),
@@ -178,6 +185,10 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
     ("We're driving back from Thanksgiving at my parents'", (date(2023, 11, 23), date(2023, 11, 24))),
     ("I'm going to quit after Christmas", (date(2024, 12, 25), date(2024, 12, 26))),  # long past: the next
     ("我打算从3月5号开始健身", (date(2025, 3, 5), date(2025, 3, 6))),
+    ("从3月5号开始我就想换工作，打算下个月辞职", (date(2024, 3, 5), date(2024, 3, 6))),  # since then (found in review)
+    ("I'm driving to the hospital, my son broke his arm on March 3", (date(2024, 3, 3), date(2024, 3, 4))),
+    ("I'm heading to work. On March 3 my boss yelled at me", (date(2024, 3, 3), date(2024, 3, 4))),
+    ("I'm flying home on March 3", (date(2025, 3, 3), date(2025, 3, 4))),  # on the way, in the clause of the date
     ("母亲节我准备了礼物，她说不要", (date(2023, 5, 14), date(2023, 5, 15))),
     ("I'm flying home from Paris on January 3", (date(2025, 1, 3), date(2025, 1, 4))),
     ("我准备了礼物，打算3月5号送给她", (date(2025, 3, 5), date(2025, 3, 6))),  # a plan after what was prepared
@@ -253,6 +264,9 @@ def test_a_plan_after_a_time_just_past_leaves_it_there() -> None:
     dec_27 = datetime(2023, 12, 27, 12, tzinfo=UTC).timestamp()  # two days after Christmas
     told = event_span("I'm going back to work after Christmas", dec_27)
     assert days(told) == (date(2023, 12, 25), date(2023, 12, 26))
+    jan_10 = datetime(2024, 1, 10, 12, tzinfo=UTC).timestamp()  # back at work after the holidays (found in review)
+    assert days(event_span("I'm going back to work after Christmas", jan_10)) == (date(2023, 12, 25),
+                                                                                 date(2023, 12, 26))
     mar_14 = datetime(2024, 3, 14, 12, tzinfo=UTC).timestamp()  # two weeks after the winter break ended
     assert days(event_span("这个寒假我打算去滑雪", mar_14)) == (date(2025, 1, 7), date(2025, 2, 18))  # a plan: the next
 

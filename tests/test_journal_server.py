@@ -125,6 +125,9 @@ def test_chroma_stopped_turns_answer_degraded_are_kept_and_applied_when_it_retur
                    json={"input": {"messages": [{"role": "user", "content": f"tell me about {wanted[-1]}"}]}})
     assert r.status_code == 200 and wanted[-1] in r.json()["output"]["answer"]
     assert queued_on_disk(data) >= len(wanted)  # nothing could be stored: all kept in the journal
+    started = time.monotonic()  # a read of the memories says the store is down at once, not after waiting to drain
+    r = httpx.get(f"{url}/memories", headers={"X-User-Id": "ana"}, timeout=60)
+    assert r.status_code == 503 and "Chroma" in r.text and time.monotonic() - started < 8, (r.status_code, r.text)
     chroma.start()
     started = time.monotonic()
     assert found_within(url, "ana", wanted, 60) == wanted  # recalled within a minute of the store's return

@@ -160,3 +160,26 @@ def test_streamed_answer_still_streams(fake_openai: FakeOpenAIServer) -> None:
         context={"user_id": "u1"}, stream_mode="messages") if meta["langgraph_node"] == "generate"]
     # token by token, and the whole message is not sent again at the end
     assert "".join(str(t) for t in tokens) == "one two three" and len([t for t in tokens if t]) == 3
+
+
+def test_an_empty_answer_is_labelled_and_answered_from_memory(fake_openai: FakeOpenAIServer) -> None:
+    """A 200 whose content is empty is no answer (found by hand): the memory-only reply, labelled, the turn kept."""
+    graph, service = agent(fake_openai)
+    fake_openai.script("Noted: your horse is called Star.", {"facts": []})
+    turn(graph, "My horse is called Star")
+    fake_openai.script("What is my horse called?", "", {"facts": []})  # the rewrite, then an empty answer
+    out = turn(graph, "what is my horse called?")
+    assert out["answer"].startswith(LINE_EN) and "Star" in out["answer"]
+    assert labels.MODEL_UNAVAILABLE in out["degraded"]
+    assert out["messages"][-1].content == out["answer"]  # no empty message left in the thread
+
+
+def test_a_rewrite_that_says_nothing_searches_with_the_message(fake_openai: FakeOpenAIServer) -> None:
+    """A rewrite model answering "OK, noted." (low value: recall would search for nothing) is not the query."""
+    graph, _ = agent(fake_openai)
+    fake_openai.script("Noted.", {"facts": []})
+    turn(graph, "My horse is called Star")
+    fake_openai.script("OK, noted.", "Your horse is Star.", {"facts": []})
+    out = turn(graph, "what is my horse called?")
+    assert out["query"] == "what is my horse called?"
+    assert any("Star" in r["text"] for r in out["recalled"])

@@ -140,6 +140,10 @@ def test_rewrite_falls_back_to_the_message_when_the_model_fails() -> None:
     (["My wife is 40"], "I love her smile", "I love my wife's smile"),  # love takes one object: a word of hers
     (["My wife is 40"], "I talked to her about the trip", "I talked to my wife about the trip"),
     (["我女儿叫小美"], "对了，小学那边她适应了吗", "对了，小学那边我女儿适应了吗"),  # 小学 names no one
+    (["My wife is 40"], "I made her cry", "I made my wife cry"),
+    (["My wife is 40"], "I let her go", "I let my wife go"),
+    (["I went to Paris with my wife"], "What did she buy?", "What did my wife buy?"),  # a place names no one
+    (["我女儿叫小美"], "周末她想去哪", "周末我女儿想去哪"),
     (["我女儿叫小美"], "老实说，她最近怎么样", "老实说，我女儿最近怎么样"),
 ])
 def test_rewrite_without_a_model_puts_the_family_member_for_the_pronoun(
@@ -162,6 +166,13 @@ def test_rewrite_without_a_model_puts_the_family_member_for_the_pronoun(
     (["我老婆在上海"], "小丽昨天来了，她说什么了？"), (["我老婆在上海"], "昨天来的是朋友，她说什么了？"),
     (["My wife is 40"], "The caller is a coworker, what did she want?"),
     (["My daughter is 6"], "I had dinner with Mom, what did she order?"),
+    # someone else's family, a new one, an in-law or a teacher, a name said (found in review)
+    (["我老婆的妹妹来了"], "她什么时候走"), (["My wife's sister is visiting"], "When is she leaving?"),
+    (["我老婆生了个女儿"], "她叫什么好"), (["我女儿的班主任很凶"], "她为什么这样"),
+    (["我老公出差了", "我岳父来了"], "他什么时候走"), (["My son's coach yelled at him"], "Why did he do that?"),
+    (["My wife said Jenny is coming"], "When is she coming?"),
+    (["My husband is 40"], "Tom called me. What did he want?"),
+    (["我老公在上海"], "张伟今天给我打电话，他想干嘛"), (["我老公今天加班"], "老公说他很累"),
 ])
 def test_rewrite_without_a_model_leaves_a_pronoun_without_a_referent(earlier: list[str], follow_up: str) -> None:
     thread: list[Any] = [m for text in earlier for m in (HumanMessage(text), AIMessage("好的"))]

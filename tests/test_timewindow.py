@@ -288,7 +288,8 @@ def test_the_new_year_with_what_follows_it(query):
 
 
 @pytest.mark.parametrize("query", ["逢年过节我都回家", "过年过节", "我请假了", "放假了吗", "我比不过年轻人了",
-                                   "我通过年度考核了", "我休过年假了", "我错过年会了", "熬过年底", "避暑假日酒店"])
+                                   "我通过年度考核了", "我休过年假了", "我错过年会了", "熬过年底", "避暑假日酒店",
+                                   "我参加过年会", "我也有过年少轻狂的时候", "我看过年报", "我难过年纪大了"])
 def test_breaks_need_a_break_named(query):
     assert parse_time_window(query, NOW) is None
 
@@ -335,6 +336,7 @@ def test_a_span_named_next_to_a_date_zh_and_en():
         ("二十七号", day(2024, 2, 27)),  # the most recent 27th
         ("31号", day(2024, 1, 31)),  # February has none
         ("上个月27号", day(2024, 2, 27)),
+        ("What did I do on the 12th?", day(2024, 3, 12)), ("on the 27th", day(2024, 2, 27)),  # as 12号, 27号
         ("这个月3号", day(2024, 3, 3)),
         ("2月27", day(2024, 2, 27)),  # no 日/号 after the day
         ("二月二十七那天", day(2024, 2, 27)),
