@@ -131,10 +131,11 @@ other things … "她喜欢什么？"): more than the rewrite's ``recent_turns``
 
 
 def _expand_without_model(message: str, history: list[BaseMessage], longer: list[BaseMessage]) -> str:
-    """Rewrite without a model (memory-only, or the rewrite model failed): 她 / "his" as the family member the user
-    named last in ``longer`` ("她喜欢什么？" → "我女儿喜欢什么？": ``referents``); else a short follow-up with a
-    reference borrows the previous user message's words from ``history`` (not a low-value one: "ok then" stays as it
-    is, nothing is recalled for it)."""
+    """Rewrite without a model (memory-only mode): 她 / "his" as the family member the user named last in ``longer``
+    ("她喜欢什么？" → "我女儿喜欢什么？": ``referents``); else a short follow-up with a reference borrows the previous
+    user message's words from ``history`` (not a low-value one: "ok then" stays as it is, nothing is recalled for it).
+    When the rewrite model fails, only the pronoun is resolved (``_rewrite_plan``): a borrowed message may be
+    about something else."""
     resolved = resolve_pronoun(message, [text_of(m) for m in longer if isinstance(m, HumanMessage)])
     if resolved is not None:
         return resolved

@@ -22,20 +22,19 @@ _ZH_EITHER = "孩子|宝宝|爱人|对象|老伴"
 _EN_FEMALE = "wife|girlfriend|daughter|mom|mum|mother|sister|grandma|grandmother|aunt|niece|fiancée"
 _EN_MALE = "husband|boyfriend|son|dad|father|brother|grandpa|grandfather|uncle|nephew|fiancé"
 _EN_EITHER = "partner|kid|child|baby"
-_ZH_OTHERS = ("朋友|同事|老板|领导|老师|同学|室友|邻居|闺蜜|哥们|上司|经理|医生|客户|男生|女生|男人|女人|网友|师傅"
+_ZH_NOT_FAMILY = ("朋友|同事|老板|领导|老师|同学|室友|邻居|闺蜜|哥们|上司|经理|医生|客户|男生|女生|男人|女人|网友|师傅"
               "|婆婆|公公|岳父|岳母|丈母娘|老丈人|阿姨|叔叔|舅舅|舅妈|姑姑|姑妈|姨妈|伯伯|婶婶|班主任|园长|校长|教练|护士"
               "|保姆|司机|房东|大夫")
-_EN_OTHERS = ("friend|boss|coworker|co-worker|colleague|neighbou?r|teacher|manager|roommate|doctor|guy|girl|woman"
+_EN_NOT_FAMILY = ("friend|boss|coworker|co-worker|colleague|neighbou?r|teacher|manager|roommate|doctor|guy|girl|woman"
               "|man|lady|client|customer|coach|principal|nurse|nanny|babysitter|tutor|landlord|landlady|pastor|priest"
               "|therapist|lawyer|dentist")
 
-_ZH_KIN = re.compile(rf"我(?:的|家)?(?P<k>{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})(?![们妹夫嫂]|的(?:{_ZH_OTHERS}))")
+_ZH_KIN = re.compile(rf"我(?:的|家)?(?P<k>{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})(?![们妹夫嫂]|的(?:{_ZH_NOT_FAMILY}))")
 _EN_KIN = re.compile(rf"(?i)\bmy\s+(?P<k>{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER})\b"
-                     rf"(?!-in-law|'s\s+(?:{_EN_OTHERS}|girlfriend|boyfriend))")
-_ZH_OTHER = re.compile(rf"(?:{_ZH_OTHERS})"
+                     rf"(?!-in-law|'s\s+(?:{_EN_NOT_FAMILY}|girlfriend|boyfriend))")
+_ZH_OTHER = re.compile(rf"(?:{_ZH_NOT_FAMILY})"
                        r"|(?:^|(?<=[，,]))[小老](?![实心时大公婆妈爸伴家师板学区孩组说吃事样])[\u4e00-\u9fff]"
-                       rf"|(?<=[和跟见了])[小老](?![实心时大公婆妈爸伴家师板])[\u4e00-\u9fff](?=[，,。说来去呢了]|$)"
-                       rf"|(?:{_ZH_KIN.pattern})的(?:{_ZH_OTHERS})")
+                       rf"|(?<=[和跟见了])[小老](?![实心时大公婆妈爸伴家师板])[\u4e00-\u9fff](?=[，,。说来去呢了]|$)")
 """Someone outside the family: 我朋友小丽, 同事老李, 见了小丽, 我爸的朋友 (not 老实说, 小心)."""
 _ZH_THEIR_KIN = re.compile(rf"(?:的|个|[她他你]|她们|他们)(?:{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})")
 """Someone else's family, or a new one: 我老婆的妹妹, 生了个女儿, 她女儿 (a family word without 我 is the user's:
@@ -59,7 +58,7 @@ _EN_NOT_A_NAME = frozenset(_EN_NOT_A_NAME_WORDS.split())
 _EN_PLACE_BEFORE = re.compile(r"(?i)\b(?:to|in|at|from|near|into|visit|visited|visiting|of|on|for|around)\s+$")
 _ZH_PREDICATE = re.compile(rf"我(?:的|家)?(?:{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})(?:也|还|现在)?是(?:一?[个名位])?$")
 """我老婆是医生: an occupation said of the family member, no one else."""
-_EN_OTHER = re.compile(rf"\b(?i:{_EN_OTHERS})s?\b"
+_EN_OTHER = re.compile(rf"\b(?i:{_EN_NOT_FAMILY})s?\b"
                        r"|\b(?i:met|know|saw|meet|called|texted|with|about)\s+(?P<n>[A-Z][a-z]+)|-in-law\b")
 _EN_PREDICATE = re.compile(rf"(?i)\bmy\s+(?:{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER})\s+is\s+(?:an?\s+)?$")
 """"My wife is a doctor": an occupation said of the family member, no one else."""
@@ -126,11 +125,11 @@ def _others(text: str, zh: bool, family: set[str]) -> list[int]:
     return out
 
 
-def _latest_kin(texts: Sequence[str], female: bool, zh: bool) -> str | None:
+def _latest_kin(texts: Sequence[str], female: bool, zh: bool, family: set[str]) -> str | None:
     """The family member named last in ``texts`` (oldest first) whose gender ``female`` allows; None when someone
-    outside the family was named after them, or the last mention names two who fit."""
+    outside the family (not one of the ``family`` names) was named after them, or the last mention names two who
+    fit."""
     kin_rx = _ZH_KIN if zh else _EN_KIN
-    family = set() if zh else _family_names(texts)
     for text in reversed(texts):
         fits = [m for m in kin_rx.finditer(text) if _female(m["k"]) in (None, female)]
         other = _others(text, zh, family)
@@ -151,13 +150,14 @@ def resolve_pronoun(message: str, earlier: Sequence[str]) -> str | None:
     if zh:
         if _others(message[:zh.start()], True, set()):
             return None
-        kin = _latest_kin(earlier, zh[0] == "她", zh=True)
+        kin = _latest_kin(earlier, zh[0] == "她", zh=True, family=set())
         return None if kin is None else f"{message[:zh.start()]}我{kin}{message[zh.end():]}"  # 她的生日 → 我女儿的生日
     en = _EN_PRONOUN.search(message)
-    if not en or _others(message[:en.start()], False, _family_names(earlier)):
+    family = _family_names(earlier)
+    if not en or _others(message[:en.start()], False, family):
         return None
     pronoun = en["p"].lower()
-    kin = _latest_kin(earlier, pronoun in ("she", "her"), zh=False)
+    kin = _latest_kin(earlier, pronoun in ("she", "her"), zh=False, family=family)
     if kin is None:
         return None
     after = message[en.end():]

@@ -975,7 +975,7 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     ),
     (  # "I work in New York": a city, capitalised (not "in IT", "in sales", "in a hospital")
         re.compile(rf"(?i:{_EN_WHO}(?:'m| am)?\s+(?:(?:currently|now|still|also)\s+)*work(?:ing)?\s+in)\s+"
-                   r"(?P<v>(?!IT\b|HR\b|PR\b|QA\b|R&D\b|IT\s)[A-Z][A-Za-z\-]+(?:\s+[A-Z][A-Za-z\-]+){0,2})(?![A-Za-z&])"),
+                   r"(?P<v>[A-Z][A-Za-z\-]+(?:\s+[A-Z][A-Za-z\-]+){0,2})(?![A-Za-z&])"),
         _en_work_city,
     ),
     (  # "I just moved to Seattle for a new job at Amazon", "my new job at Google": where the user works
@@ -1127,15 +1127,14 @@ _ZH_SENTENCE_RE = re.compile(r"[^。！？!?\n]+[。！？!?\n]*")
 _ZH_CLAUSE_RE = re.compile(r"([，,；;]\s*)")
 _ZH_OTHERS = rf"朋友|妈|爸|哥|姐|弟|妹|家人|们|同事|室友|同学|{_ZH_PARTNERS}|{_ZH_FAMILY}|{_ZH_PETS}"
 """Who "我<X>…" is about when it is not the user: the people and animals whose names are kept (the lists above)."""
-_ZH_SELF_CLAUSE = re.compile(
-    rf"^\s*我(?!的|{_ZH_OTHERS})|^\s*我的(?:名字|姓名|生日|工作|职业|老家|家乡|年龄)"
-)
+_ZH_MY_OWN = re.compile(r"^\s*我的(?:名字|姓名|生日|工作|职业|老家|家乡|年龄)")
+"""A clause about the user's own name, birthday, job or home (我的名字叫…), though it starts with 我的."""
+_ZH_SELF_CLAUSE = re.compile(rf"^\s*我(?!的|{_ZH_OTHERS})|{_ZH_MY_OWN.pattern}")
 _ZH_OTHER_CLAUSE = re.compile(rf"^\s*(?:他|她|它|我的|我(?:{_ZH_OTHERS})|我家|我有(?:一)?[个位]"
                               rf"|我(?:认识|介绍(?!一下自己|下自己|自己)|遇到|碰到|见到|陪|帮)|我(?:跟|和|给)我(?:{_ZH_OTHERS}))")
-_ZH_MY_OWN = re.compile(r"^\s*我的(?:名字|姓名|生日|工作|职业|老家|家乡|年龄)")
+"""A clause about someone or something else ("我的女儿叫朵朵", "她…"): the clauses after it are not about the user."""
 _ZH_NAMES_OTHER = re.compile(r"^\s*我(?!的名字|的姓名|小名|现在|目前)[^，,。叫]{1,6}叫")
 """我表哥叫李明, 我闺蜜叫小美: a clause naming someone else (我叫, 我的名字叫 name the user)."""
-"""A clause about someone or something else ("我的女儿叫朵朵", "她…"): the clauses after it are not about the user."""
 _ZH_DROPPED_SUBJECT = re.compile(
     r"^(?:今年|去年|上个月|现在|如今|目前|也|还|最|后来|刚刚?|已经|最近)?(?:住|搬|在[^，,]{1,20}?(?:工作|上班)|是一名|是一位|喜欢|不喜欢|讨厌|来自|的生日|"
     rf"在[^，,]{{1,12}}?(?:做|当){_ZH_JOB_TITLE}|在[^，,]{{1,12}}?(?:读书|上学|念书|读大学|上大学|读研|读博"
@@ -1216,9 +1215,9 @@ def _cased(low: str) -> str:
 
 
 def _truecased(text: str) -> str:
-    """Capitals read as a writer would have cased them, roughly: function words in lower case, words of three
-    letters or fewer as written (NYC, IBM, UK), others capitalized (a name or a place may be among them; the
-    patterns that want a capital find one)."""
+    """Capitals read as a writer would have cased them, roughly: acronyms as written (US, IT, NYC, IBM: listed, or
+    short and without a vowel), other function words in lower case, other words capitalized (a name or a place may
+    be among them; the patterns that want a capital find one)."""
     def word(w: re.Match[str]) -> str:
         low = w[0].lower()
         if w[0] in _ACRONYMS:

@@ -150,6 +150,12 @@ RECAP_SLACK_DAYS = AFFINITY_DECAY_DAYS
 """How far beyond a named window a recap looks when the window holds nothing (``time_affinity``'s decay days)."""
 
 
+def _tail(text: str, chars: int) -> str:
+    """The last ``chars`` characters of ``text``: what ``context_of`` keeps of a turn's context (the reply's question,
+    then who a pronoun meant)."""
+    return text[max(0, len(text) - chars):]
+
+
 def _queued_kind(entry: JournalEntry) -> Kind:
     """The kind of record a queued turn will become: its episode, or (a confided worry) only its summary."""
     return Kind.EPISODIC if entry.preview.startswith("user:") else Kind.SUMMARY
@@ -566,7 +572,8 @@ class MemoryService:
                              thread_id=thread_id, turn_ids=tuple(turn_ids), redactions=counts,
                              preview=preview.episodic_text or preview.summary_text or "",
                              created_at=self.clock() if now is None else now,
-                             previous_reply=redact(clean_text(previous_reply or "")[: self.writing.max_assistant_chars],
+                             previous_reply=redact(_tail(clean_text(previous_reply or ""),
+                                                         self.writing.max_assistant_chars),
                                                    self.writing.redaction).text)
         report.queued = [entry.id]
         return entry, report

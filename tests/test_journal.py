@@ -423,3 +423,13 @@ def test_a_queued_turn_tells_when_its_event_is_as_its_record_will(journal: Write
             stored[rid].metadata["event_start"], stored[rid].metadata["event_end"])
     exam = next(it for it in queued.values() if "六级" in it.text)
     assert datetime.fromtimestamp(exam.metadata["event_start"], UTC).date().isoformat() == "2024-06-18"
+
+
+def test_a_long_context_keeps_its_tail_where_the_pronoun_resolution_is(journal: WriteJournal) -> None:
+    service = make(journal)
+    assert service.applier is not None
+    service.applier.pause()
+    reply = "很长的回答。" * 600  # longer than the policy's 2,000 characters of assistant text
+    service.enqueue_turn("alice", user_text="她特别喜欢画画", previous_reply=f"{reply}\n我女儿特别喜欢画画")
+    (entry,) = journal.pending("alice")
+    assert entry.previous_reply.endswith("我女儿特别喜欢画画") and len(entry.previous_reply) <= 2000
