@@ -1144,6 +1144,12 @@ _ZH_DROPPED_SUBJECT = re.compile(
 )
 
 
+_ZH_KIN_SUBJECT = re.compile(rf"^\s*我(?:的|家的?)?(?P<k>{_ZH_PARTNERS}|{_ZH_FAMILY}|{_ZH_MY_PET})(?!的|们)")
+"""A clause about the user's family member or pet (我儿子今年上初二了, 我家猫三岁了)."""
+_ZH_DROPPED_NAME = re.compile(r"^\s*(?:叫|名叫|名字叫)(?=[\u4e00-\u9fffA-Za-z])")
+"""A clause that names, its subject dropped (…，叫乐乐)."""
+
+
 def _restore_subjects(text: str) -> str:
     """Put back the 我 that Chinese drops after the first clause ("我叫张伟，住在北京" -> "…，我住在北京")."""
     if "我" not in text:
@@ -1152,10 +1158,17 @@ def _restore_subjects(text: str) -> str:
     for sentence in _ZH_SENTENCE_RE.findall(text) or [text]:
         parts = _ZH_CLAUSE_RE.split(sentence)
         about_me = False
+        kin = None  # 我儿子今年上初二了，叫乐乐: the family member or pet a later 叫 names
         for i, part in enumerate(parts):
             if i % 2 == 1:  # a separator
                 out.append(part)
                 continue
+            whose = _ZH_KIN_SUBJECT.match(part)
+            if whose:
+                kin = whose["k"]
+            elif kin and _ZH_DROPPED_NAME.match(part):
+                part = f"我{kin}{part.lstrip()}"
+                kin = None
             if (_ZH_OTHER_CLAUSE.match(part) and not _ZH_MY_OWN.match(part)) or _ZH_NAMES_OTHER.match(part):
                 about_me = False  # 我有个朋友，去年搬到了深圳: the friend moved
             elif _ZH_SELF_CLAUSE.match(part):

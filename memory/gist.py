@@ -172,7 +172,8 @@ def _all(table: list[tuple[re.Pattern[str], str]], text: str) -> list[str]:
     return list(dict.fromkeys(term for rx, term in table if rx.search(text)))
 
 
-_FEELING_NAMES = {"累": "疲惫", "累死": "疲惫", "tired": "exhausted", "drained": "exhausted", "worn out": "exhausted"}
+_FEELING_NAMES = {"累": "疲惫", "累死": "疲惫", "急死": "着急", "愁死": "发愁", "犯愁": "发愁",
+                  "tired": "exhausted", "drained": "exhausted", "worn out": "exhausted"}
 """Cues named as the feeling they are ("好累" is 疲惫, "so tired" exhausted)."""
 
 
@@ -276,7 +277,8 @@ def gist_summary(message: str, emotion: Emotion, *, language: str, limit: int) -
     # a topic word (方案 → 工作) says more as itself than as its topic: only events, effects, requests and
     # cues count as said
     terms = key_terms(message, _spans([events, effects, requests], message, emotion.cues), zh=zh)
-    terms = [t for t in terms if t.casefold() not in (topic + event).casefold()]
+    terms = [t for t in terms if t.casefold() not in (topic + event).casefold()
+             and not any(c.casefold() in t.casefold() for c in emotion.cues)]  # 很着急 is the feeling, said
     if zh:
         feeling = "、".join(feelings) or "情绪低落"
         # "因工作被领导批评": a passive event reads with its topic; "因分手" / "因亲人离世" stand alone

@@ -135,6 +135,7 @@ def test_context_refuses_an_answer_weight_outside_the_unit_interval() -> None:
 
 @pytest.mark.parametrize(("query", "feeling"), [
     ("我最近心情怎么样？", True), ("我跟你倾诉过什么烦恼？", True), ("我上次为什么难过？", True),
+    ("上次我为什么着急", True), ("我担心什么来着", True),
     ("我最近压力大吗？", True), ("How have I been feeling lately?", True), ("What was bothering me?", True),
     ("What did I say about my mood?", True),
     ("When was I sad?", True), ("我什么时候心情不好？", True), ("What made me sad?", True),

@@ -38,6 +38,8 @@ from mneme.memory.emotion import detect_emotion
         "护士长老是挑我毛病，我好烦", "吃了药也撑不住了", "老板天天打电话我真的扛不住了", "强颜欢笑真的扛不住了",
         "我真的撑不住了哈哈哈", "My boss picks on me", "Kids at school picked on me today",
         "Why does everyone pick on me", "和他告别感觉特别难过", "跟爷爷道别觉得特别难过", "我特别特别难过",
+        # worry as parents say it
+        "我有点着急，不知道该怎么跟他沟通", "孩子成绩下滑得厉害，急死我了", "我好发愁",
     ],
 )
 def test_negative_texts(text: str) -> None:
@@ -75,7 +77,7 @@ def test_negative_texts(text: str) -> None:
         "这个架子撑不住那么重的东西", "我并不特别难过", "别难过", "我不是特别难过", "没有特别难过",
         "我不会特别难过的", "我不觉得特别难过", "我也没觉得特别累", "不至于特别难过", "我并不感到特别焦虑",
         "笑得我快撑不住了", "这顿饭我快撑不住了，吃太饱了", "扛不住了，太好吃了", "手机电量快撑不住了",
-        "我眼皮快撑不住了，好困",
+        "我眼皮快撑不住了，好困", "别着急", "我不着急", "我着急去上班",
         "Pick on me, I can take it", "撑不住了，哈哈哈太搞笑",
     ],
 )

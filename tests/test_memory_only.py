@@ -212,7 +212,8 @@ def test_best_sentence_prefers_the_one_sharing_the_question_terms() -> None:
                                   # asking to recall is asking
                                   "Tell me what you remember about me", "Remind me of my job", "回忆一下我的工作",
                                   "告诉我你记得的关于我的事", "列出我记得的所有事情",
-                                  "年假有几天", "一年有几个月呢"])  # a count that ends the sentence asks
+                                  "年假有几天", "一年有几个月呢",  # a count that ends the sentence asks
+                                  "我下周六要干嘛"])
 def test_a_question_without_a_question_mark_is_not_stored(text: str) -> None:
     assert is_question(text)
     assert plan_turn(text, "").skip_reason == "question"
@@ -222,7 +223,7 @@ def test_a_question_without_a_question_mark_is_not_stored(text: str) -> None:
                                   "我这几天一直失眠", "我住在北京呢", "我不怎么喜欢吃辣", "我多少有点紧张",
                                   "前几天我搬到了杭州", "Will is my brother", "May loves jazz",
                                   "How I met my wife is a long story", "我最近没啥胃口", "哪怕下雨我也去跑步",
-                                  "我啥都不怕", "我无论在哪都睡得着",
+                                  "我啥都不怕", "我无论在哪都睡得着", "没干嘛，就在家躺着",
                                   # a reminder to set is a plan, "Tell me about it" agrees
                                   "Remind me to buy milk tomorrow", "提醒我明天开会", "Tell me about it, what a day"])
 def test_a_statement_with_an_interrogative_word_is_kept(text: str) -> None:

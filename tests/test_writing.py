@@ -164,6 +164,8 @@ ISSUE_EN = ("I'm so sad today, my boss yelled at me in front of the whole team, 
         ("下个月18号我要考六级，有点紧张", "用户倾诉了烦恼：因学业而紧张（涉及：六级）。"),
         ("明天要考驾照科目二，好紧张", "用户倾诉了烦恼：感到紧张（涉及：科目二、考驾照）。"),
         ("我室友老是半夜打游戏，吵得我睡不着，烦死了", "用户倾诉了烦恼：因人际关系而烦；失眠（涉及：打游戏、室友）。"),
+        ("我有点着急，不知道该怎么跟他沟通", "用户倾诉了烦恼：感到着急；想知道该怎么办（涉及：沟通）。"),
+        ("孩子成绩下滑得厉害，急死我了", "用户倾诉了烦恼：因学业而着急（涉及：成绩、下滑、孩子）。"),
         ("我爸在医院长期卧床，我很难过", "用户倾诉了烦恼：因家庭而难过（涉及：卧床、医院）。"),  # 院长 is no boss here
         ("My GRE is next Friday and I'm so nervous",
          "The user confided a worry: feels nervous about school (about: gre)."),
