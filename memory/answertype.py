@@ -225,6 +225,10 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((slot, re.compile(patter
              r" (?:don'?t|can'?t|do not|cannot|shouldn'?t) eat\b"
              r"|\bwhat foods? do i avoid\b"),
     ("allergy:", r"我对(?:什么|啥|哪些)(?:东西|食物)?过敏|我有(?:什么)?过敏|\b(?:what|anything) am i allergic to\b"
+                 # what one cannot eat: an allergy as much as a diet (不吃 alone is the diet's)
+                 r"|我(?:有什么|有啥)?不能吃(?:什么|啥)|我有(?:什么|啥)不能吃的"
+                 r"|\bwhat (?:foods? )?(?:can't|cannot|can not) i eat\b"
+                 r"|\b(?:any|which|what) (?:foods?|meals?|dishes) (?:that )?i (?:can'?t|cannot) eat\b"
                  r"|\bam i allergic\b|\bmy allergies\b|\bdo i have (?:any )?allergies\b"),
     ("learning:", r"我(?:最近|现在)?(?:正)?在学(?:什么|啥)|\bwhat am i (?:learning|studying)\b"),
     ("major", r"我(?:是)?(?:学|读)(?:的)?(?:什么|啥|哪个)专业(?!的?(?:好|比较|合适))"

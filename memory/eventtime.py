@@ -48,7 +48,7 @@ PLAN_RE = re.compile(
     r"|期待|备考"
     r"|\b(?:will|shall|going to|gonna|plan(?:ning|s)? to|about to|intend(?:s|ing)? to|scheduled"
     r"|training for|prepar(?:e|es|ing) for|getting ready for|looking forward to|coming up|upcoming|can'?t wait)\b"
-    r"|'ll\b|" + _ON_THE_WAY,
+    r"|'ll\b|\b(?:turns?|turning)\s+\d{1,3}\b|" + _ON_THE_WAY,
     re.IGNORECASE)
 """Words that make a sentence a plan: a date without a year in it lies ahead, not behind."""
 

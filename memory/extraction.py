@@ -961,10 +961,19 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     ),
     (
         re.compile(
-            rf"(?i:{_EN_WHO}(?:'m| am)?\s+(?:(?:currently|now|still|also)\s+)*work(?:ing)?\s+(?:at|for))"
+            rf"(?i:{_EN_WHO}(?:'m| am)?\s+(?:(?:currently|now|still|also)\s+)*work(?:ing)?\s+"
+            r"(?:(?:(?:the\s+)?(?:night|day|morning|evening|overnight|weekend|late|early|double|long|12-hour)\s+)?"
+            r"(?:shifts?|nights|days|weekends|evenings|mornings)\s+|part[- ]time\s+|full[- ]time\s+)?(?:at|for))"
             rf"\s+(?P<v>{_EN_VALUE}{{1,60}})"
         ),
         _en_work,
+    ),
+    (  # "I'm a nurse in Toronto": where the job is, when it is a place
+        re.compile(rf"(?i:{_EN_WHO}(?:'m| am)\s+(?:(?:currently|now|still|also)\s+)*an?)\s+"
+                   r"(?P<job>[a-z][a-z\- ]{1,40}?)"
+                   r"\s+in\s+(?P<v>[A-Z][A-Za-z\-]+(?:\s+[A-Z][A-Za-z\-]+){0,2})(?![A-Za-z&])"),
+        lambda m: _en_work_city(m) if _PROFESSION_RE.search(m["job"]) and not _NOT_PROFESSION.search(m["job"])
+        and not re.search(r"\bstudent$", m["job"], re.I) else None,
     ),
     (  # "I work as a nurse at Mercy hospital", "I'm a software engineer at Google": the job's place
         re.compile(
@@ -1045,6 +1054,17 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     (
         re.compile(rf"(?i:\bmy birthday is(?: on)?|{_EN_WHO} was born on)\s+(?P<v>{_EN_VALUE}{{1,40}})"),
         _en_birthday,
+    ),
+    (  # "I turn 30 on May 5", "my daughter Maya turns 7 on March 12": the birthday, the day one turns an age
+        re.compile(rf"(?i:{_EN_WHO}(?:'m| am)?\s+(?:turn|turning|will turn|'ll turn)\s+\d{{1,3}}\s+on)\s+"
+                   rf"(?P<v>{_EN_VALUE}{{1,40}})"),
+        _en_birthday,
+    ),
+    (
+        re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}))(?: [A-Z][a-z]+)?"
+                   r"(?i:\s+(?:turns|is turning|will turn|'ll turn)\s+\d{1,3}\s+on)\s+"
+                   rf"(?P<v>{_EN_VALUE}{{1,40}})"),
+        lambda m: _kin_birthday(m, zh=False),
     ),
     (  # "My mom's birthday is March 3rd and mine is May 1st": the user's own, said after another's
         re.compile(rf"(?i:birthday is[^.;!?]{{1,40}}?\b(?:and|but|while) mine is(?: on)?)\s+"

@@ -138,7 +138,7 @@ there back away around again maybe lately moved went came getting started help y
 unfortunately pretty last next first keep keeps kept ever else once other anymore week weeks month months
 year years day days tonight morning evening got get gets let lot bit way too yes put say saw see try
 now new old big ago few yet one two three four five six seven eight nine ten during stop stopped tomorrow
-weekend monday tuesday wednesday thursday friday saturday sunday"""
+weekend monday tuesday wednesday thursday friday saturday sunday ugh argh omg lol haha hmm meh gosh geez"""
 _EN_GENERIC = frozenset(_EN_GENERIC_WORDS.split())
 _EN_GENERIC_STEMS = frozenset(stem(w) for w in _EN_GENERIC)
 _GRAPHIC_RE = re.compile(

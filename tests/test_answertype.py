@@ -333,6 +333,7 @@ def test_a_question_about_plans_lists_what_lies_ahead_soonest_first(backend: str
     ("我哥哥叫什么", ("family:哥哥", "family:brother")), ("我的宠物叫什么", ("pet:",)),
     ("我在哪个城市工作", ("workplace", "work_city")), ("Do I have any allergies?", ("allergy:",)),
     ("我学什么专业的？", ("major",)), ("What's my major?", ("major",)), ("我的专业课很难", ()),
+    ("what can't I eat?", ("diet", "allergy:")), ("我有什么不能吃的", ("diet", "allergy:")), ("我不吃什么", ("diet",)),
     ("我在哪上大学", ("school",)), ("我是哪个大学的？", ("school",)), ("Where do I go to college?", ("school",)),
     ("What university do I attend?", ("school",)), ("我的大学生活怎么样", ()),
     ("我有什么忌口吗？", ("diet",)), ("What foods don't I eat?", ("diet",)),

@@ -154,6 +154,8 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
     ("I'll call her on the 31st", (date(2024, 5, 31), date(2024, 6, 1))),
     ("我2号去了上海", (date(2024, 5, 2), date(2024, 5, 3))),
     ("On the 2nd I went to the dentist", (date(2024, 5, 2), date(2024, 5, 3))),
+    ("My daughter turns 7 on March 12", (date(2025, 3, 12), date(2025, 3, 13))),  # turning an age lies ahead
+    ("She turned 7 on March 12", (date(2024, 3, 12), date(2024, 3, 13))),
     # words that look ahead name the span ahead (said on Friday 10 May)
     ("下周三我要去面试", (date(2024, 5, 15), date(2024, 5, 16))),
     ("明天我要去北京", (date(2024, 5, 11), date(2024, 5, 12))),

@@ -465,7 +465,13 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         ("I start my new job at Amazon Monday", {"workplace": "Amazon"}),
         ("MY NEW JOB AT AMAZON STARTS MONDAY", {"workplace": "Amazon"}),
         ("我介绍一下自己，今年25岁，在北京工作", {"age": "25", "work_city": "北京"}),
-        ("我儿子今年上初二了，叫乐乐，最近数学成绩下滑得厉害", {"family:儿子": "乐乐"}),  # the name after a clause
+        ("我儿子今年上初二了，叫乐乐，最近数学成绩下滑得厉害", {"family:儿子": "乐乐"}),
+        ("I'm a nurse in Toronto and I work night shifts at Mount Sinai",
+         {"job": "nurse", "work_city": "Toronto", "workplace": "Mount Sinai"}),
+        ("I'm a teacher in Oncology", {"job": "teacher"}),
+        ("I work part-time at Starbucks", {"workplace": "Starbucks"}),
+        ("my daughter Maya turns 7 on March 12", {"family:daughter": "Maya", "birthday:daughter": "March 12"}),
+        ("I turn 30 on May 5", {"birthday": "May 5"}), ("My son turns 5 next week", {}),  # the name after a clause
         ("我家猫今年三岁了，叫咪咪", {"pet:猫": "咪咪"}), ("我朋友的儿子，叫乐乐", {}),
         ("我在这个城市长大", {}), ("我在大城市长大", {}), ("我在一个小县长大", {}), ("我家住在开发区", {}),
         ("我是来自外省的打工者", {}), ("我在开封市长大", {"hometown": "开封市"}),

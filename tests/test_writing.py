@@ -146,6 +146,8 @@ ISSUE_EN = ("I'm so sad today, my boss yelled at me in front of the whole team, 
          "用户倾诉了烦恼：因工作被老板批评而情绪低落；自我评价低；想知道该怎么办（涉及：方案）。"),
         ("I can't take it anymore, my manager keeps piling deadlines on me",
          "The user confided a worry: feels low about work; feeling overwhelmed (about: manager, piling, deadlines)."),
+        ("ugh my manager keeps scheduling me on weekends and I'm exhausted",  # no "ugh" among the terms
+         "The user confided a worry: feels exhausted about work (about: manager, scheduling, weekends)."),
         # tired, and what someone did to the user: named, not quoted
         ("我今天好累，被老板骂了一顿，说我写的代码全是bug", "用户倾诉了烦恼：因工作被老板批评而疲惫（涉及：代码）。"),
         ("最近老是被同事排挤，每天上班都好难受", "用户倾诉了烦恼：因工作被同事排挤而难受（涉及：上班）。"),
