@@ -340,7 +340,7 @@ async def generate(
     if not text_of(out).strip() and not getattr(out, "tool_calls", None):
         log.warning("the chat model returned an empty answer; answering from memory")
         return _answered_from_memory(state, ModelUnavailableError("the chat model returned an empty answer",
-                                                                  attempts=attempts))
+                                                                  attempts=attempts), write_memory=ctx.write_memory)
     return _answered(state, text_of(out), attempts, streamed=out)
 
 
@@ -360,7 +360,7 @@ def generate_sync(
     if not text_of(out).strip() and not getattr(out, "tool_calls", None):
         log.warning("the chat model returned an empty answer; answering from memory")
         return _answered_from_memory(state, ModelUnavailableError("the chat model returned an empty answer",
-                                                                  attempts=attempts))
+                                                                  attempts=attempts), write_memory=ctx.write_memory)
     return _answered(state, text_of(out), attempts, streamed=out)
 
 

@@ -36,26 +36,23 @@ _ZH_OTHER = re.compile(rf"(?:{_ZH_NOT_FAMILY})"
                        r"|(?:^|(?<=[，,]))[小老](?![实心时大公婆妈爸伴家师板学区孩组说吃事样])[\u4e00-\u9fff]"
                        rf"|(?<=[和跟见了])[小老](?![实心时大公婆妈爸伴家师板])[\u4e00-\u9fff](?=[，,。说来去呢了]|$)")
 """Someone outside the family: 我朋友小丽, 同事老李, 见了小丽, 我爸的朋友 (not 老实说, 小心)."""
-_ZH_THEIR_KIN = re.compile(rf"(?:的|个|[她他你]|她们|他们)(?:{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})")
-"""Someone else's family, or a new one: 我老婆的妹妹, 生了个女儿, 她女儿 (a family word without 我 is the user's:
-老公今天加班)."""
-_EN_THEIR_KIN = re.compile(rf"(?i)(?:'s|\b(?:her|his|their|your|a|an))\s+(?:{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER})s?\b")
+_ZH_THEIR_KIN = re.compile(rf"(?:的|个|[她他你]|她们|他们)(?P<k>{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})")
+"""Someone else's family, or a new one: 我老婆的妹妹, 生了个女儿, 她女儿."""
+_EN_THEIR_KIN = re.compile(rf"(?i)(?:'s|\b(?:her|his|their|your|a|an))\s+"
+                           rf"(?P<k>{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER})s?\b")
 """"My wife's sister", "her son", "a daughter": someone else's family, or a new one."""
 _ZH_SURNAMES = ("王李张刘陈杨黄赵吴朱郭罗梁宋邓曹彭肖袁潘蒋蔡杜魏吕丁沈姚卢姜崔谭汪廖贾韦邹孟秦邱尹薛闫侯陶郝龚邵覃"
                 "林")
 _ZH_NAME = re.compile(rf"(?:^|(?<=[，,。！？!?\s]))[{_ZH_SURNAMES}][\u4e00-\u9fff]{{1,2}}?"
-                      r"(?=今天|昨天|刚才|刚刚|说|来了|给我|打|跟我|和我|问|找|是|约|送|叫|发|带|又|也|还|请|让|把|[，,])")
-"""A name opening a clause (张伟今天给我打电话, 李娜说…): someone the pronoun may mean."""
-_EN_NAME = re.compile(r"(?<![A-Za-z'\u2019])(?P<n>[A-Z][a-z]+)\b(?!')")
-_EN_NOT_A_NAME_WORDS = """yesterday today tonight tomorrow remember please thanks thank sorry yes no ok okay hey hi
-hello
-well oh so also just maybe actually anyway honestly lol wow guess tell did does can could should would will was were
-has have had what when where who why how which last this next my our your his her their the and but or if since after
-before then now mom mum dad mommy daddy grandma grandpa january february march april may june july august september
-october november december dear god omg ugh haha yeah nope sure great good nice cool"""
-_EN_NOT_A_NAME = frozenset(_EN_NOT_A_NAME_WORDS.split())
-"""Capitalised words that start a sentence or name a time, not someone (Mom: the family member, or another's)."""
-_EN_PLACE_BEFORE = re.compile(r"(?i)\b(?:to|in|at|from|near|into|visit|visited|visiting|of|on|for|around)\s+$")
+                      r"(?=今天|昨天|刚才|刚刚|说|来了|给我|打电话|跟我说|和我说|问我|找我|约我|送我|叫我|发消息|带我)")
+"""A name opening a clause and doing something (张伟今天给我打电话, 李娜说…): someone the pronoun may mean; not a
+thing said about (杨梅又甜又酸, 黄色是…)."""
+_EN_NAME = re.compile(r"(?<![A-Za-z'\u2019])(?P<n>[A-Z][a-z]+)(?=\s+(?:said|says|told|tells|asked|asks|called|calls"
+                      r"|texted|texts|came|comes|is coming|was here|is here|is visiting|visited|wants|wanted|thinks"
+                      r"|thought"
+                      r"|brought|left|gave|sent|stopped by|dropped by|and I|and me)\b)")
+"""A name doing what people do ("Tom called me", "Sarah came by", "Jenny is coming"): someone the pronoun may
+mean; not a thing or a group ("Italian food", "a Lakers fan", "Lincoln Elementary")."""
 _ZH_PREDICATE = re.compile(rf"我(?:的|家)?(?:{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})(?:也|还|现在)?是(?:一?[个名位])?$")
 """我老婆是医生: an occupation said of the family member, no one else."""
 _EN_OTHER = re.compile(rf"\b(?i:{_EN_NOT_FAMILY})s?\b"
@@ -77,8 +74,18 @@ _EN_GIVES = re.compile(r"(?i)\b(?:give|gave|given|giving|tell|told|telling|buy|b
 """A verb that takes two objects, or an object and a verb, "her" the first ("Did I tell her that?", "I gave her my
 keys", "I made her cry", "I let her go")..."""
 _HER_THINGS = re.compile(r"(?i)\s+(?:boss|friends?|mom|mum|dad|parents?|sisters?|brothers?|husband|wife|job|family|name"
-                         r"|birthday|number|address|phone|car|school|teacher|work|kids?|son|daughter)\b")
-"""... unless a word of hers follows ("tell her boss", "get her number")."""
+                         r"|birthday|number|address|phone|car|school|teacher|work|kids?|son|daughter|mother|father"
+                         r"|grandma|grandpa|baby|boyfriend|girlfriend|smile|eyes?|voice|hair|face|laugh|cooking|food"
+                         r"|style|cat|dog|house|place|room|office|garden|dress|shoes|ring|gift|present|book|song|music"
+                         r"|art|paintings?|mind|heart|hands?|ideas?|advice|message|text|letter|email|posts?|photos?"
+                         r"|pictures?|story|stories|new|old|first|last|own|favou?rite|best|other|little|big)\b")
+"""... unless a word of hers follows ("tell her boss", "get her number", "I love her smile")."""
+_EN_TAKES_HER = re.compile(r"(?i)\b(?:love|loved|miss|missed|call|called|see|saw|seen|meet|met|hug|hugged|thank"
+                           r"|thanked|text|texted|visit|visited|like|liked|hate|hated|know|knew|trust|trusted|remind"
+                           r"|reminded|kiss|kissed|invite|invited|take|took|drive|drove|pick|picked|hold|held|believe"
+                           r"|believed|need|needed|want|wanted|tell|told|ask|asked|leave|left|for|to|with|about|at|from"
+                           r"|of|on|behind|beside|without)\s+(?:really\s+|still\s+|just\s+)?$")
+"""A verb or a preposition whose object "her" usually is ("I love her dearly", "I saw her Monday")..."""
 _EN_OBJECT_AFTER = re.compile(r"(?i)\s*(?:[?.!,;]|$|\s(?:for|to|at|in|on|with|about|from|a|an|the|some|any|back|"
                               r"up|out|yesterday|today|tonight|last|this|again|my|that|money|anything|something|so|very"
                               r"|too|more|much|a lot|and|but|or|when|if|because|since|every|all|once|twice|off|over|now"
@@ -86,7 +93,9 @@ _EN_OBJECT_AFTER = re.compile(r"(?i)\s*(?:[?.!,;]|$|\s(?:for|to|at|in|on|with|ab
 """What follows an object "her" after any other verb or a preposition ("What did I buy her?", "I love her so much",
 "Did I call her yesterday?"); otherwise "her" is possessive ("I love her smile", "Did I meet her boss?")."""
 _MAX_CHARS = 80
-_ANY_KIN = re.compile(rf"{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER}|(?i:\b(?:{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER})s?\b)")
+_OWN_KIN = re.compile(rf"(?:^|(?<=[，,。！？!?\s]))(?:{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})"
+                      r"(?=说|今天|昨天|刚|也|又|还|在|去|来|要|想|让|叫|给|跟|和)")
+"""A family word opening a clause, the user's own though 我 is dropped (老公说他很累): the follow-up names its own."""
 
 
 def _female(kin: str) -> bool | None:
@@ -105,23 +114,24 @@ def _family_names(texts: Sequence[str]) -> set[str]:
         rf"(?i:\bmy\s+(?:{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER}))(?:\s+(?:is|named|called))?\s+(?P<n>[A-Z][a-z]+)", t)}
 
 
-def _others(text: str, zh: bool, family: set[str]) -> list[int]:
-    """Where mentions of someone outside the family end in ``text``: a friend, a colleague, someone else's family or a
-    new one (我老婆的妹妹, "a daughter"), a name (张伟今天…, "Tom called me"). An occupation said of a family member,
-    a family member's own name, a place ("to Paris") or a holiday name no one else."""
+def _others(text: str, zh: bool, family: set[str], female: bool) -> list[int]:
+    """Where mentions of someone outside the family end in ``text``: a friend, a colleague, a name doing something
+    (张伟今天…, "Tom called me"), someone else's family or a new one whom the pronoun's gender ``female`` allows
+    (我老婆的妹妹 for 她, "a son" for he). An occupation said of a family member, a family member's own name or a
+    holiday name no one else."""
     rx, theirs, predicate = (_ZH_OTHER, _ZH_THEIR_KIN, _ZH_PREDICATE) if zh else (_EN_OTHER, _EN_THEIR_KIN,
                                                                                    _EN_PREDICATE)
     out = []
-    for m in [*rx.finditer(text), *theirs.finditer(text)]:
-        name = None if zh or m.re is theirs else m["n"]
+    for m in rx.finditer(text):
+        name = None if zh else m["n"]
         if predicate.search(text[:m.start()]) or name and name.lower() in family | _NOT_SOMEONE:
             continue
         out.append(m.end())
+    out += [m.end() for m in theirs.finditer(text) if _female(m["k"]) in (None, female)]
     if zh:
         out += [m.end() for m in _ZH_NAME.finditer(text)]
     else:
-        out += [m.end() for m in _EN_NAME.finditer(text) if m["n"].lower() not in family | _NOT_SOMEONE | _EN_NOT_A_NAME
-                and not _EN_PLACE_BEFORE.search(text[:m.start()])]
+        out += [m.end() for m in _EN_NAME.finditer(text) if m["n"].lower() not in family | _NOT_SOMEONE]
     return out
 
 
@@ -132,7 +142,7 @@ def _latest_kin(texts: Sequence[str], female: bool, zh: bool, family: set[str]) 
     kin_rx = _ZH_KIN if zh else _EN_KIN
     for text in reversed(texts):
         fits = [m for m in kin_rx.finditer(text) if _female(m["k"]) in (None, female)]
-        other = _others(text, zh, family)
+        other = _others(text, zh, family, female)
         if other and (not fits or max(other) > fits[-1].end()):
             return None  # 我朋友小丽昨天来了: 她 may be the friend
         if fits:
@@ -144,25 +154,27 @@ def _latest_kin(texts: Sequence[str], female: bool, zh: bool, family: set[str]) 
 def resolve_pronoun(message: str, earlier: Sequence[str]) -> str | None:
     """``message`` with its first 她/他/she/he/her/him/his put as the family member it means (from ``earlier``, the
     user's recent messages, oldest first), or None when it has no such pronoun or referent."""
-    if len(message) > _MAX_CHARS or _ANY_KIN.search(message):
+    if len(message) > _MAX_CHARS or _ZH_KIN.search(message) or _EN_KIN.search(message) or _OWN_KIN.search(message):
         return None  # the follow-up names its own family member (老公说他很累, "Did my wife call him?")
     zh = _ZH_PRONOUN.search(message)
     if zh:
-        if _others(message[:zh.start()], True, set()):
+        if _others(message[:zh.start()], True, set(), zh[0] == "她"):
             return None
         kin = _latest_kin(earlier, zh[0] == "她", zh=True, family=set())
         return None if kin is None else f"{message[:zh.start()]}我{kin}{message[zh.end():]}"  # 她的生日 → 我女儿的生日
     en = _EN_PRONOUN.search(message)
     family = _family_names(earlier)
-    if not en or _others(message[:en.start()], False, family):
+    if not en or _others(message[:en.start()], False, family, en["p"].lower() in ("she", "her")):
         return None
     pronoun = en["p"].lower()
     kin = _latest_kin(earlier, pronoun in ("she", "her"), zh=False, family=family)
     if kin is None:
         return None
     after = message[en.end():]
+    before = message[:en.start()]
     possessive = pronoun == "his" or pronoun == "her" and not (
-        _EN_OBJECT_AFTER.match(after) or _EN_GIVES.search(message[:en.start()]) and not _HER_THINGS.match(after))
+        _EN_OBJECT_AFTER.match(after) or (_EN_GIVES.search(before) or _EN_TAKES_HER.search(before))
+        and not _HER_THINGS.match(after))
     mine = f"my {kin}'s" if possessive else f"my {kin}"
     if en.start() == 0 or message[:en.start()].rstrip().endswith((".", "!", "?")):
         mine = mine[0].upper() + mine[1:]  # "He is late" → "My husband is late"

@@ -215,7 +215,7 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((slot, re.compile(patter
                r"|我(?:是)?(?:哪个|哪所|什么)(?:学校|大学|高中)的|我的学校|我的大学(?:是|叫)?(?:哪(?:个|所)|什么|啥)?"
                r"(?:了|来着)?[吗呢啊呀]?\W*$"
                r"|\bwhere do i (?:study|go to (?:school|college|university))\b|\bwhat (?:school|college|university)"
-               r" do i\b|\bwhere (?:do|did) i go to (?:school|college)\b"),
+               r" do i (?:go to|attend|study at)\b|\bwhere (?:do|did) i go to (?:school|college)\b"),
     ("diet", r"我吃素吗|我是素食|我(?:吃东西)?(?:有)?(?:什么|啥|哪些|没有什么|没有啥)?忌口|我的忌口"
              r"|我(?:有什么|有啥)?不(?:能)?吃(?:什么|啥)|我有(?:什么|啥)不(?:能)?吃的"
              r"|\bam i (?:a )?(?:vegetarian|vegan)\b|\bmy diet\b|\bmy dietary (?:restrictions?|requirements?|needs)\b"

@@ -77,7 +77,11 @@ def _span(text: str, said_at: float, named: list[bool] | None = None) -> tuple[f
         named.append(window is not None)
     if window is None or window.contains(said_at) or window.end <= window.start:
         return None
-    if window.end <= said_at and _plans(text, window) and not _PAST_PLAN.search(text) and not _since(
+    if window.end <= said_at and _BARE_DAY.fullmatch(window.expression.strip()):
+        # 14号, "on the 14th": the coming one unless its clause tells it is behind ("14号我们吵了一架")
+        if not _PAST_IN_CLAUSE.search(_clause_of(text, window)):
+            window = _next_day_of_month(window, said_at)
+    elif window.end <= said_at and _plans(text, window) and not _PAST_PLAN.search(text) and not _since(
             text, window, said_at):
         window = _ahead(text, said_at, window)
     if window.start <= said_at - said_at % DAY < window.end:  # the day it was said ("今天", "this morning")
@@ -85,17 +89,29 @@ def _span(text: str, said_at: float, named: list[bool] | None = None) -> tuple[f
     return window.start, window.end
 
 
+_PAST_IN_CLAUSE = re.compile(
+    r"了|过(?!年)|已经|本来|原本|刚才|(?i:\b(?:was|were|did|had|went|got|came|left|lost|died|said|told|met|saw|bought"
+    r"|paid|ate|made|took|gave|finished|started|moved|visited|called|passed|happened|arrived|returned|graduated"
+    r"|married|broke|fell|won|yelled|cried|fought|argued|hit)\b)")
+"""Words that put what a clause tells behind (了, 过, "went", "died")."""
+
+
+def _clause_of(text: str, window: TimeWindow) -> str:
+    """The clause of ``text`` (between ,.;!?，。；！？) that names ``window``; all of ``text`` if it cannot tell."""
+    at = text.find(window.expression)
+    if at < 0:
+        return text
+    starts = [m.end() for m in _CLAUSE_MARK.finditer(text, 0, at)]
+    end = _CLAUSE_MARK.search(text, at + len(window.expression))
+    return text[starts[-1] if starts else 0:end.start() if end else len(text)]
+
+
 def _plans(text: str, window: TimeWindow) -> bool:
     """Whether ``text`` plans what happens at ``window``: a word of plan anywhere, or one of being on the way in the
     clause that names the time."""
     if any(not _ON_THE_WAY_RE.fullmatch(m.group()) for m in PLAN_RE.finditer(text)):
         return True
-    at = text.find(window.expression)
-    if at < 0:
-        return PLAN_RE.search(text) is not None
-    starts = [m.end() for m in _CLAUSE_MARK.finditer(text, 0, at)]
-    end = _CLAUSE_MARK.search(text, at + len(window.expression))
-    return _ON_THE_WAY_RE.search(text[starts[-1] if starts else 0:end.start() if end else len(text)]) is not None
+    return _ON_THE_WAY_RE.search(_clause_of(text, window)) is not None
 
 
 LUNAR_SHIFT_DAYS = 45
@@ -105,7 +121,7 @@ _NAMES_YEAR = re.compile(r"(?i)(?<!过)年|上个|\byear\b|\b(?:last|this)\s+[a-
 _PAST_PLAN = re.compile(
     r"(?i)\b(?:was|were|had been|had)\s+(?:\w+\s+)?(?:looking forward|preparing|training|getting ready|planning)"
     r"|\b(?:back in|went badly|got cancell?ed|was cancell?ed|called off)\b"
-    r"|终于(?!要|会|可以)|结果|后来|取消了|期待已久|(?:准备|打算|计划)(?:了|过)(?![^。！？!?]*(?:打算|计划|(?<![不重主只需])要(?!是)|会去))"
+    r"|终于(?!要|会|可以)|结果|后来|取消了|期待已久|(?:准备|打算|计划)(?:了|过)(?![^。！？!?]*(?:打算|计划|将要|要去|会去|要(?:送|给|带|拿|寄|交)))"
     r"|\bback from\b")
 """Words that tell the plan is behind ("I was looking forward to …", "期待已久的演唱会终于看了"): not moved ahead."""
 
@@ -133,7 +149,7 @@ _BARE_WEEKDAY = re.compile(
 
 
 _BARE_DAY = re.compile(r"(?i)(?:on\s+the\s+)?\d{1,2}(?:st|nd|rd|th)|[\d一二三四五六七八九十]{1,3}\s*[号號日]")
-"""A day of the month alone (14号, "on the 14th"): in a plan, the coming one."""
+"""A day of the month alone (14号, "on the 14th"): the coming one, unless told as behind."""
 
 
 def _next_day_of_month(window: TimeWindow, said_at: float) -> TimeWindow:
@@ -158,8 +174,6 @@ def _ahead(text: str, said_at: float, window: TimeWindow) -> TimeWindow:
     in a plan ("周五我要去看演唱会", "I'm seeing her on Friday") is the coming one, a week after the last."""
     if _BARE_WEEKDAY.fullmatch(window.expression):
         return TimeWindow(window.start + 7 * DAY, window.end + 7 * DAY, window.expression, window.granularity)
-    if _BARE_DAY.fullmatch(window.expression.strip()):  # "14号我要去北京", said on the 3rd: the coming 14th
-        return _next_day_of_month(window, said_at)
     if _NAMES_YEAR.search(window.expression):  # 去年三月, "last December", "March of last year": its year is said
         return window
     said = datetime.fromtimestamp(said_at, UTC)

@@ -160,9 +160,9 @@ _ZH_REGION = re.compile(r"美国|日本|英国|韩国|法国|德国|俄罗斯|�
 """Where one comes from beyond the city list: a country or region (我是来自美国的留学生), not a company (来自腾讯的)."""
 
 
-_ZH_SOME_PLACE = re.compile(r"(?:这|那|同|一|某|外|本|隔壁|邻|别的|其他|各).*"
-                            r"|[大小老新旧主]?(?:城市|城区|小区|市中心|市区|县城|县|村|镇|省|岛|区|城|州)"
-                            r"|.*(?:开发区|高新区|新区|矿区|郊区)")
+_ZH_SOME_PLACE = re.compile(r"(?:这|那|同|某|外|本|隔壁|邻|别的|其他|各)?(?:一?[个座所片])?(?:一个|一座)?"
+                            r"[大小老新旧主]?(?:城市|城区|小区|市中心|市区|县城|县|村|镇|省|岛|区|城|州|地方"
+                            r"|开发区|高新区|新区|矿区|郊区)")
 """A place said but not named: 这个城市, 大城市, 一个小县, 外省, 隔壁村, 开发区, 老城区."""
 
 
@@ -416,7 +416,7 @@ def _major(value: str, zh: bool) -> Extracted | None:
     v = _clean_zh(value, _ZH_PREF_STOP, max_len=10) if zh else _clean_en(value, max_words=4)
     if not v or _PRONOUN_ZH.match(v) or _PRONOUN_EN.match(v):
         return None
-    if re.match(r"不|是|没", v) or re.search(r"我|这|那|最", v) or re.match(
+    if re.match(r"不|是|没|同一|一样|什么|哪|啥", v) or re.search(r"我|这|那|最", v) or re.match(
             r"(?i)(?:probably|not|so|very|really|kind of|sort of|actually|pretty|too|the (?:worst|best))\b", v):
         return None  # 我的专业是不是选错了, 我的专业是我最大的遗憾, "my major is probably the worst choice"
     return _fact("major", v, f"用户的专业是{v}" if zh else f"The user's major is {v}")
@@ -442,8 +442,10 @@ def _en_school(m: re.Match[str]) -> Extracted | None:
 
 
 _EN_SCHOOL_NAME = (r"(?:the\s+)?(?:[A-Z][\w&.'-]*\s+){0,4}(?:University|College|Institute|School|Academy)"
-                   r"(?:\s+of\s+[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*){0,3})?|[A-Z]{2,6}(?![a-z])")
-"""A school by its name: "the University of Toronto", "Boston College", "UCLA" (not "the library", "night")."""
+                   r"(?:\s+of\s+[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*){0,3})?"
+                   r"|(?:MIT|UCLA|USC|NYU|UCL|ASU|CMU|UNC|UCSD|UCSB|LSE|KCL|GWU|UIUC|HKU|NUS|NTU|ANU|UBC|SFU|LSU|OSU|PSU"
+                   r"|TAMU|FSU|UGA|BYU|CUNY|SUNY|[A-Z]{1,3}U)(?![A-Za-z])")
+"""A school by its name: "the University of Toronto", "Boston College", "UCLA" (not "the library", "night", IBM)."""
 
 
 _NOT_A_NAME_BUT_WHAT = (
@@ -460,7 +462,10 @@ a condition."""
 
 
 def _en_studies_at(m: re.Match[str], part: str) -> Extracted | None:
-    """"I study nursing at the University of Toronto": the major, or the school (one builder per part)."""
+    """"I study nursing at the University of Toronto": the major, or the school (one builder per part); nothing when
+    what is studied is no field ("I study hard at UCLA")."""
+    if not _EN_MAJOR.fullmatch(m["v"].strip()):
+        return None
     if part == "major":
         return _major(m["v"], zh=False)
     v = re.sub(r"^the\s+(?=University|College|Institute)", "", m["s"])
@@ -538,6 +543,13 @@ _TAUGHT = re.compile(
     r"|psychology|sociology|law|medicine|nursing|engineering|computer science|programming|coding|cooking|baking"
     r"|drawing|painting|writing|reading|kindergarten|preschool|ESL|(?:high|middle|elementary|primary) school)")
 """What "I teach …" names as a subject (or a capitalised one: English, French, Chinese): not online, too much."""
+_EN_MAJOR = re.compile(
+    rf"(?:{_TAUGHT.pattern[4:]}|business|accounting|finance|marketing|architecture|design|education|journalism"
+    r"|communications?|political science|international relations|statistics|data science|anthropology|linguistics"
+    r"|neuroscience|biochemistry|pharmacy|dentistry|nutrition|kinesiology|public health|social work|film|theater"
+    r"|theatre|graphic design|fashion|animation|english|french|spanish|german|chinese|japanese|korean|italian"
+    r"|[a-z]+ (?:engineering|science|studies|management|design|therapy))(?:\s+and\s+[a-z]+(?:\s+[a-z]+)?)?", re.I)
+"""A field one studies ("computer science", "nursing", "business"): not how or where (hard, abroad, online)."""
 _SCHOOL_LEVEL = re.compile(
     r"(?i)(?:\d{1,2}(?:st|nd|rd|th)|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth)"
     r" grade\b|(?:high|middle|elementary|primary) school\b")
@@ -595,10 +607,12 @@ _NOT_THE_JOB = re.compile(r"(?i)\b(?:didn'?t|not|never|lost|quit|left|applied|ap
 "I think my husband got a new job at Google")."""
 
 
-_TAKEN_BACK = re.compile(r"(?i)\b(?:I|we)\s+(?:\w+\s+)?(?:quit|left|lost|declined|rejected"
-                         r"|didn'?t\s+(?:take|accept|start|get)|won'?t\s+(?:take|accept|start)"
-                         r"|(?:was|got)\s+(?:fired|laid off|let go))\b"
-                         r"|\b(?:turned\s+(?:\w+\s+){0,2}down|declined|fell through|if)\b")
+_TAKEN_BACK = re.compile(
+    r"(?i)\b(?:I|we)\s+(?:\w+\s+)?(?:quit|left|lost|declined|rejected)(?:\s+(?:it|that|the\s+(?:job|position|role|offer))"
+    r"\b|\s+(?:after|within)\s+(?:a|one|two|three|four|a few|\d+)\s+(?:days?|weeks?|months?)\b|\s*(?=[.!?,;]|$))"
+    r"|\b(?:I|we)\s+(?:\w+\s+)?(?:didn'?t\s+(?:take|accept|start|get)|won'?t\s+(?:take|accept|start))\b"
+    r"|\b(?:I|we)\s+(?:\w+\s+)?(?:was|got)\s+(?:fired|laid off|let go)\b(?!\s+from)"
+    r"|\b(?:turned\s+(?:\w+\s+){0,2}down|declined|fell through)\b|\bif\s+(?:the|my|our|it|everything|things)\b")
 """A job taken back or put in doubt after it was named ("… but I turned it down", "… but I quit after a week", "…
 if the visa comes through")."""
 
@@ -871,7 +885,7 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
      lambda m: _major(m["v"] or m["v2"], zh=True)),
     # 我在成都读大三，学的是计算机: what one studies, said with where or in which year (not 我今天学的是微积分)
     (re.compile(rf"我(?:现在|目前)?(?:在[^，,。！？!?]{{1,12}}?)?(?:读|上)(?:大[一二三四]|大学|研[一二三]?|本科|研究生)"
-                rf"[，,]?\s*我?(?:学的|读的|念的)是"
+                rf"[，,]?\s*(?:但是|不过|而且|可是|但)?我?(?:学的|读的|念的)是"
                 rf"(?P<v>{_ZH_VALUE}{{1,8}}?)(?:专业)?(?=[，,。！!？?；;]|$)"),
      lambda m: _major(m["v"], zh=True)),
     (re.compile(rf"我(?:现在|目前)?{_ZH_IS}(?P<v>{_ZH_JOB_TITLE})"), _zh_job),
@@ -1021,7 +1035,7 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     (re.compile(rf"(?i:{_EN_WHO}(?:'m| am)\s+an?\s+(?:\w+\s+)?(?:student|junior|senior|freshman|sophomore)"
                 r"(?:\s+at\s+[^,.;!?()\n]{1,40}?)?,?\s+studying)\s+(?P<v>[a-z][a-z ]{1,40}?)"
                 r"(?=\s*(?:[,.;!?]|$|\s(?i:and|but|at|in)\b))"),
-     lambda m: _major(m["v"], zh=False)),
+     lambda m: _major(m["v"], zh=False) if _EN_MAJOR.fullmatch(m["v"].strip()) else None),
     *((re.compile(rf"(?i:{_EN_WHO}(?:'m| am)?\s+(?:currently\s+|now\s+)?stud(?:y|ying))\s+(?P<v>[a-z][a-z ]{{1,40}}?)"
                   rf"\s+(?i:at)\s+(?P<s>{_EN_SCHOOL_NAME})(?=\s*(?:[,.;!?]|$|\s(?i:and|but|in)\b))"),
        lambda m, part=part: _en_studies_at(m, part)) for part in ("major", "school")),

@@ -23,7 +23,7 @@ _CLAUSE_RE = re.compile(r"[^，。！？；：,.!?;:\n]+")
 # (pattern, canonical term): the first match of each table names the topic / event / effect / request.
 # fmt: off
 _ZH_TOPICS: list[tuple[str, str]] = [
-    (r"领导|老板|上司|经理|主管|同事|加班|方案|项目|公司|上班|工作|绩效|客户|职场|面试|夜班|值班|倒班|[科院店组处]长(?![期时久途远])"
+    (r"领导|老板|上司|经理|主管|同事|加班|方案|项目|公司|上班|工作|绩效|客户|职场|面试|夜班|值班|倒班|[科院店组处]长(?![期时久途远达痘])"
      r"|护士长", "工作"),
     (r"男朋友|女朋友|男友|女友|对象|恋爱|分手|失恋|前任|老公|老婆|丈夫|妻子|婚姻|离婚", "感情"),
     (r"考试|成绩|学习|论文|作业|挂科|考研|高考|老师|学校|导师|[四六]级|专[四八]|雅思|托福|期末|期中|答辩|毕业", "学业"),
@@ -43,7 +43,7 @@ _ZH_EVENTS: list[tuple[str, str]] = [
     (rf"被({_ZH_PEOPLE})?[^，。！？被]{{0,4}}?(?:排挤|孤立|针对)", "被{0}排挤"),
     (rf"被({_ZH_PEOPLE})?[^，。！？被]{{0,4}}?(?:欺负|嫌弃)", "被{0}欺负"),
     (rf"被({_ZH_PEOPLE})?[^，。！？被]{{0,4}}?(?:冤枉|误会)", "被{0}冤枉"),
-    (rf"({_ZH_PEOPLE}|[院科校店组处局厂站部班]长(?![期时久途远])|护士长)(?:还|又|也)?(?:老是|总是|老|总|一直|经常|天天|故意)?"
+    (rf"({_ZH_PEOPLE}|[院科校店组处局厂站部班]长(?![期时久途远达痘])|护士长)(?:还|又|也)?(?:老是|总是|老|总|一直|经常|天天|故意)?"
      r"(?:挑我(?:的)?(?:毛病|刺)|找我(?:的)?茬)", "被{0}挑剔"),
     (r"(?<![不没别])(?:挑我(?:的)?(?:毛病|刺)|找我(?:的)?茬)", "被挑剔"),
     (r"被裁|裁员|被辞退|被开除|被炒|炒鱿鱼|失业|丢了工作", "失去工作"),
@@ -76,7 +76,8 @@ _EN_TOPICS: list[tuple[str, str]] = [
     (r"boss|manager|colleague|coworker|co-worker|office|work|job|project|proposal|client|deadline|career",
      "work"),
     (r"boyfriend|girlfriend|partner|husband|wife|marriage|relationship|broke up|breakup|divorce|ex", "a relationship"),
-    (r"exam|grade|school|study|studies|thesis|teacher|professor|class|finals|midterm|gre|gmat|sat|ielts|toefl",
+    (r"exam|grade|school|study|studies|thesis|teacher|professor|class|finals|midterm|gre|gmat|(?:the|my) sat|ielts"
+     r"|toefl",
      "school"),
     (r"parents?|mom|mum|dad|mother|father|family|son|daughter|kids?", "family"),
     (r"sick|ill|illness|hospital|health|pain|diagnos\w*", "health"),
@@ -138,7 +139,7 @@ there back away around again maybe lately moved went came getting started help y
 unfortunately pretty last next first keep keeps kept ever else once other anymore week weeks month months
 year years day days tonight morning evening got get gets let lot bit way too yes put say saw see try
 now new old big ago few yet one two three four five six seven eight nine ten during stop stopped tomorrow
-weekend monday tuesday wednesday thursday friday saturday sunday ugh argh omg lol haha hmm meh gosh geez"""
+weekend monday tuesday wednesday thursday friday saturday sunday ugh argh omg lol haha hmm meh gosh geez sat"""
 _EN_GENERIC = frozenset(_EN_GENERIC_WORDS.split())
 _EN_GENERIC_STEMS = frozenset(stem(w) for w in _EN_GENERIC)
 _GRAPHIC_RE = re.compile(

@@ -60,9 +60,9 @@ EN_PLACES = frozenset(p.strip() for p in (_CITIES + "|" + _REGIONS).replace("\n"
 
 
 _PLACE_SHAPE = re.compile(
-    r"(?:[A-Z][a-z]+\s+){0,2}(?:[A-Z][a-z]*(?:ville|ton|town|burg|burgh|boro|borough|ford|field|port|mouth|chester"
+    r"(?:[A-Z][a-z]+\s+){0,2}(?:[A-Z][a-z]*(?:ville|ton|town|burg|burgh|boro|borough|ford|field|mouth|chester"
     r"|caster|ham|wick|minster|polis)"
-    r"|(?:[A-Z][a-z]+\s+){1,2}(?:City|River|Springs|Falls|Beach|Park|Hills|Heights|Valley|Lake|Bay|Harbor|Harbour"
+    r"|(?:[A-Z][a-z]+\s+){1,2}(?:City|River|Springs|Falls|Beach|Hills|Heights|Valley|Lake|Bay|Harbor|Harbour"
     r"|Island|County|Creek|Grove|Rapids|Junction))")
 """A name shaped like a town's (Springfield, Fall River, Johnstown), though not on the list."""
 

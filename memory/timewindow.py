@@ -784,7 +784,7 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
          r"|劳动节|儿童节|清明(?=节|假|期间|那)|国庆(?=节|假|长假|期间|那)|万圣节|平安夜|圣诞)", _holiday),
         (r"(?P<rel>去年|前年|今年|明年)?的?(?P<h>感恩节|母亲节|父亲节)", _weekday_holiday),
         (r"(?P<rel>去年|前年|今年|明年)?的?(?P<h>春节|除夕|大年三十|大年初一|元宵节|端午|七夕|中秋|重阳节"
-         r"|(?<![逢不通错超度熬休经参加办开有看学难读写见])过年(?!过节|[轻龄度底关终级薪代货少报画纪头]|假(?!期)))",
+         r"|(?<![逢不通错超度熬休经参加办开学难读写见])过年(?!过节|[轻龄度底关终级薪代货报纪]|少(?:轻|时|年)|假(?!期)))",
          _lunar_holiday),
         (r"(?P<rel>去年|前年|今年|明年|上个|这个)?的?(?P<b>(?<!避)暑假|寒假)", _school_break),
         (r"前些天|前些日子", _fixed(_few_days)),
@@ -838,9 +838,10 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         (rf"\b{_MON}\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+{_EY}\b)?", _en_named),
         (rf"\b(?i:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?i:of\s+)?{_MON}(?![a-z])(?:,?\s+{_EY}\b)?", _en_named),
         (rf"\b{_MON}\s*,?\s+{_EY}\b", _en_month_year),
-        # "on the 14th": a day of the month alone, the most recent such day (as 14号); not "on the 3rd floor"
-        (r"(?i)\bon\s+the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of|floor|day|week|anniversary|try|attempt|time|"
-         r"lap|round|hole|page|step|row|grade|street|avenue|ave)\b|-)",
+        # "on the 14th": a day of the month alone, the most recent such day (as 14號); only where a sentence or a
+        # clause may end after it, not "on the 3rd floor / shift / chapter", "on the 10th percentile"
+        (r"(?i)\bon\s+the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)\b(?=\s*(?:[,.;!?)]|$)|\s+(?:and|but|at|in|for|to|with|so"
+         r"|because|when|if|i|we|he|she|they|you|my|our|this|next|last|again|too)\b)",
          lambda m, t: _recent_day_of_month(t, int(m.group("d")))),
         (rf"\b(?:(?i:in|during)\s+)?{_MON}\s+(?i:of\s+)?(?P<rel>(?i:last|this|next))\s+(?i:year)\b", _rel_year_month),
         (rf"\b(?i:in|during|since|last|this)\s+{_MON}(?![a-z])", _en_in_month),

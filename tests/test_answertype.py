@@ -336,6 +336,7 @@ def test_a_question_about_plans_lists_what_lies_ahead_soonest_first(backend: str
     ("what can't I eat?", ("diet", "allergy:")), ("我有什么不能吃的", ("diet", "allergy:")), ("我不吃什么", ("diet",)),
     ("我在哪上大学", ("school",)), ("我是哪个大学的？", ("school",)), ("Where do I go to college?", ("school",)),
     ("What university do I attend?", ("school",)), ("我的大学生活怎么样", ()),
+    ("What college do I want to apply to?", ()),
     ("我有什么忌口吗？", ("diet",)), ("What foods don't I eat?", ("diet",)),
     ("孕妇有什么忌口", ()), ("狗狗有什么忌口", ()), ("What dietary supplements should I take?", ()),
     ("Do I have any dietary restrictions?", ("diet",)), ("我读什么专业好", ()),

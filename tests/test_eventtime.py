@@ -155,6 +155,12 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
     ("我2号去了上海", (date(2024, 5, 2), date(2024, 5, 3))),
     ("On the 2nd I went to the dentist", (date(2024, 5, 2), date(2024, 5, 3))),
     ("My daughter turns 7 on March 12", (date(2025, 3, 12), date(2025, 3, 13))),  # turning an age lies ahead
+    # a bare day told as behind stays (found in review), one not told so is the coming one, plan or none
+    ("14号我们吵了一架，我打算离婚", (date(2024, 4, 14), date(2024, 4, 15))),
+    ("My dog died on the 14th and I will never forget it", (date(2024, 4, 14), date(2024, 4, 15))),
+    ("14号我本来要去北京的", (date(2024, 4, 14), date(2024, 4, 15))),
+    ("My interview is on the 25th", (date(2024, 5, 25), date(2024, 5, 26))),
+    ("3月5号我准备了材料，领导说要重写", (date(2024, 3, 5), date(2024, 3, 6))),  # a 要 of someone else's
     ("She turned 7 on March 12", (date(2024, 3, 12), date(2024, 3, 13))),
     # words that look ahead name the span ahead (said on Friday 10 May)
     ("下周三我要去面试", (date(2024, 5, 15), date(2024, 5, 16))),

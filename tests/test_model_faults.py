@@ -183,3 +183,12 @@ def test_a_rewrite_that_says_nothing_searches_with_the_message(fake_openai: Fake
     out = turn(graph, "what is my horse called?")
     assert out["query"] == "what is my horse called?"
     assert any("Star" in r["text"] for r in out["recalled"])
+
+
+def test_an_empty_answer_with_writing_off_says_nothing_was_kept(fake_openai: FakeOpenAIServer) -> None:
+    graph, service = agent(fake_openai)
+    fake_openai.script("", {"facts": []})  # the first turn: no rewrite, an empty answer
+    out = graph.invoke({"messages": [{"role": "user", "content": "我住在柏林，我是一名护士"}]},
+                       {"configurable": {"thread_id": "t1"}}, context={"user_id": "u1", "write_memory": False})
+    assert out["answer"].startswith(LINE_ZH) and "记下了" not in out["answer"]
+    assert not list(service.store.scan("u1", kinds=[Kind.EPISODIC]))

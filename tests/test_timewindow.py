@@ -282,14 +282,17 @@ def test_a_break_across_the_new_year_is_this_one_until_it_ends():
     assert span("这个暑假我去了哪里", sep_10) == (date(2024, 7, 1), date(2024, 9, 1), "range")
 
 
-@pytest.mark.parametrize("query", ["过年过得怎么样", "过年假期我回了老家", "过年会回家吗", "在老家过年过了一周"])
+@pytest.mark.parametrize("query", ["过年过得怎么样", "过年假期我回了老家", "过年会回家吗", "在老家过年过了一周",
+                                   "过年少不了吃饺子吧", "我回老家看过年的灯会", "过年画画了吗"])
 def test_the_new_year_with_what_follows_it(query):
     assert span(query) == (date(2024, 2, 9), date(2024, 2, 17), "range")
 
 
 @pytest.mark.parametrize("query", ["逢年过节我都回家", "过年过节", "我请假了", "放假了吗", "我比不过年轻人了",
                                    "我通过年度考核了", "我休过年假了", "我错过年会了", "熬过年底", "避暑假日酒店",
-                                   "我参加过年会", "我也有过年少轻狂的时候", "我看过年报", "我难过年纪大了"])
+                                   "我参加过年会", "我也有过年少轻狂的时候", "我看过年报", "我难过年纪大了",
+                                   "My baby is on the 10th percentile", "I work on the 3rd shift",
+                                   "Who did I meet on the 2nd night"])
 def test_breaks_need_a_break_named(query):
     assert parse_time_window(query, NOW) is None
 

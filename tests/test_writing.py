@@ -168,6 +168,8 @@ ISSUE_EN = ("I'm so sad today, my boss yelled at me in front of the whole team, 
         ("我室友老是半夜打游戏，吵得我睡不着，烦死了", "用户倾诉了烦恼：因人际关系而烦；失眠（涉及：打游戏、室友）。"),
         ("我有点着急，不知道该怎么跟他沟通", "用户倾诉了烦恼：感到着急；想知道该怎么办（涉及：沟通）。"),
         ("孩子成绩下滑得厉害，急死我了", "用户倾诉了烦恼：因学业而着急（涉及：成绩、下滑、孩子）。"),
+        ("I sat alone at lunch again today and I feel so sad",  # sat: no SAT, no school
+         "The user confided a worry: feels sad (about: alone, lunch)."),
         ("我爸在医院长期卧床，我很难过", "用户倾诉了烦恼：因家庭而难过（涉及：卧床、医院）。"),  # 院长 is no boss here
         ("My GRE is next Friday and I'm so nervous",
          "The user confided a worry: feels nervous about school (about: gre)."),
