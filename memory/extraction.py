@@ -876,6 +876,9 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     (re.compile(r"(?:你好|您好|嗨|哈喽|hi|hello)[，,！!。~\s]*我是(?P<v>[\u4e00-\u9fff]{2,3})(?=[，,。！!~\s]|$)",
                 re.I),
      _zh_greeting_name),
+    # 我是小林，在杭州…: a 小/老 name opening the message (not 我是小白 / 小学生 / 老师 / 老板)
+    (re.compile(r"^\s*我是(?P<v>[小老](?![白孩学朋师板人鲜伙妹弟哥姐吃])[\u4e00-\u9fff])(?=[，,。！!~\s])"),
+     _zh_greeting_name),
     (re.compile(rf"我(?:现在|目前)?在(?P<v>{_ZH_VALUE}{{1,12}}?)(?:读书|上学|念书|读大学|上大学|读研|读博"
                 r"|读(?:大[一二三四]|研[一二三]|高[一二三]|初[一二三]|本科|高中|初中|小学))"
                 r"(?!的时候|时|那会|那几年|期间)"),

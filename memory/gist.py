@@ -182,6 +182,7 @@ def _feelings(emotion: Emotion, *said: list[tuple[re.Pattern[str], str]], zh: bo
     out: list[str] = []
     for cue in emotion.cues:
         cue = _PRESSURE_RE.sub("压力大", cue).strip().lower() if zh else cue.strip().lower()
+        cue = "心烦意乱" if zh and cue.startswith("心") and cue.endswith(("乱", "乱如麻")) else cue  # 心里很乱
         if any(rx.search(cue) for table in said for rx, _ in table):
             continue  # an event or effect (分手, 失眠, "kill myself", 被老板骂): said once, as its term
         out.append("孤独" if zh and "alone" in cue else "lonely" if "alone" in cue else _FEELING_NAMES.get(cue, cue))
@@ -216,8 +217,8 @@ def key_terms(message: str, said: list[tuple[int, int]], *, zh: bool, n: int = 4
         # exams jieba reads as numerals (六级, 专八, 科目二) first; not a verb with its complement (吵得, 气得)
         named = [m.group() for m in _ZH_NUMBERED_RE.finditer(message)]
         candidates = list(dict.fromkeys(named + [t for t in jieba.analyse.extract_tags(
-            message, topK=12, allowPOS=_ZH_POS) if len(t) >= 2 and t not in _ZH_GENERIC
-            and not (len(t) == 2 and t[1] == "得")]))
+            message, topK=12, allowPOS=_ZH_POS) if len(t) >= 2 and t not in _ZH_GENERIC and t not in _ZH_PLAIN_WORDS
+            and not (len(t) == 2 and t[1] == "得") and not _NUMBER_RE.match(t)]))
     else:
         # names first (capitalised inside a sentence: people, places, brands are what a later question names),
         # then other content words; interjections and -ly adverbs say nothing a question would ask for
@@ -233,7 +234,7 @@ def key_terms(message: str, said: list[tuple[int, int]], *, zh: bool, n: int = 4
     return kept[:n]
 
 
-_ZH_PLAIN = """今年 去年 明年 今天 昨天 明天 前天 后天 每天 每周 上周 下周 这周 本周 周末 早上 晚上
+_ZH_PLAIN = """今年 去年 明年 今天 昨天 明天 前天 后天 每天 每周 上周 下周 这周 本周 周末 上周末 这周末 下周末 早上 晚上
 上午 下午 上次 下次 一直 总是 经常 好大 好多 很多"""
 _ZH_PLAIN_WORDS = frozenset(_ZH_PLAIN.split())
 """Time words and words of manner said in statements about anything."""
