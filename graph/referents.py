@@ -44,15 +44,19 @@ _EN_THEIR_KIN = re.compile(rf"(?i)(?:'s|\b(?:her|his|their|your|a|an))\s+"
 _ZH_SURNAMES = ("王李张刘陈杨黄赵吴朱郭罗梁宋邓曹彭肖袁潘蒋蔡杜魏吕丁沈姚卢姜崔谭汪廖贾韦邹孟秦邱尹薛闫侯陶郝龚邵覃"
                 "林")
 _ZH_NAME = re.compile(rf"(?:^|(?<=[，,。！？!?\s]))[{_ZH_SURNAMES}][\u4e00-\u9fff]{{1,2}}?"
-                      r"(?=今天|昨天|刚才|刚刚|说|来了|给我|打电话|跟我说|和我说|问我|找我|约我|送我|叫我|发消息|带我)")
+                      r"(?=今天|昨天|刚才|刚刚|说|来了|给我|打电话|跟我说|和我说|问我|找我|约我|送我|叫我|发消息|带我|把|请"
+                      r"|又(?:欺负|骂|打|来|找|说|推|抢|凶)|欺负|骂|打了|推|抢|凶)")
 """A name opening a clause and doing something (张伟今天给我打电话, 李娜说…): someone the pronoun may mean; not a
 thing said about (杨梅又甜又酸, 黄色是…)."""
-_EN_NAME = re.compile(r"(?<![A-Za-z'\u2019])(?P<n>[A-Z][a-z]+)(?=\s+(?:said|says|told|tells|asked|asks|called|calls"
-                      r"|texted|texts|came|comes|is coming|was here|is here|is visiting|visited|wants|wanted|thinks"
-                      r"|thought"
-                      r"|brought|left|gave|sent|stopped by|dropped by|and I|and me)\b)")
-"""A name doing what people do ("Tom called me", "Sarah came by", "Jenny is coming"): someone the pronoun may
-mean; not a thing or a group ("Italian food", "a Lakers fan", "Lincoln Elementary")."""
+_EN_NAME = re.compile(
+    r"(?<![A-Za-z'\u2019])(?P<n>[A-Z][a-z]+)(?=\s+(?:[a-z]+ed|said|says|told|tells|asks|calls|texts|came|comes"
+    r"|is coming|was here|is here|is visiting|wants|thinks|thought|brought|left|gave|sent|took|hit|ran|broke|made"
+    r"|bought|stole|threw|got|keeps|stopped by|dropped by|and I|and me)\b)"
+    r"|\b(?:and|with|invited|hates|hated|likes|liked|met|saw|told|asked|called|texted|visited|blames|blamed)\s+"
+    r"(?P<o>[A-Z][a-z]+)\b(?!\s+(?:[A-Z]|food|music|fan|team|show|game|movie|school|store|class|park)\b)")
+"""A name doing what people do, or done to ("Tom called me", "Tyler pushed him", "hates Karen", "My wife and Jenny
+went shopping"): someone the pronoun may mean; not a thing or a group ("Italian food", "a Lakers fan", "Lincoln
+Elementary", "Netflix is great")."""
 _ZH_PREDICATE = re.compile(rf"我(?:的|家)?(?:{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})(?:也|还|现在)?是(?:一?[个名位])?$")
 """我老婆是医生: an occupation said of the family member, no one else."""
 _EN_OTHER = re.compile(rf"\b(?i:{_EN_NOT_FAMILY})s?\b"
@@ -64,6 +68,10 @@ sunday"""
 _NOT_SOMEONE = frozenset(_NOT_SOMEONE_WORDS.split())
 """Capitalised words after "with" or "about" that name no one ("talked about Christmas"; "with Mom", "with May" may
 be someone other than the family member named)."""
+_EN_NOT_SOMEONE_AT_START_WORDS = """i we he she they it you my our your his her their the this that these those what
+when where why how who which yesterday today tonight tomorrow then also just so and but mom mum dad"""
+_EN_NOT_SOMEONE_AT_START = frozenset(_EN_NOT_SOMEONE_AT_START_WORDS.split())
+"""Capitalised words before a verb that name no one ("Yesterday I called", "Then came…"; Mom: a family member)."""
 _ZH_PRONOUN = re.compile(r"(?<![其吉利排])[她他](?![们人乡日俩]|妈的|[妈爸哥姐弟妹家]|老公|老婆|儿子|女儿"
                          r"|的(?:朋友|同事))")
 """她, 他; not 他们 (a group), 吉他 / 其他 (words), or 她妈妈 (her mother: someone else)."""
@@ -78,7 +86,9 @@ _HER_THINGS = re.compile(r"(?i)\s+(?:boss|friends?|mom|mum|dad|parents?|sisters?
                          r"|grandma|grandpa|baby|boyfriend|girlfriend|smile|eyes?|voice|hair|face|laugh|cooking|food"
                          r"|style|cat|dog|house|place|room|office|garden|dress|shoes|ring|gift|present|book|song|music"
                          r"|art|paintings?|mind|heart|hands?|ideas?|advice|message|text|letter|email|posts?|photos?"
-                         r"|pictures?|story|stories|new|old|first|last|own|favou?rite|best|other|little|big)\b")
+                         r"|pictures?|story|stories|new|old|first|last|own|favou?rite|best|other|little|big|help|health"
+                         r"|judg(?:e)?ment|toys?|party|recital|plans?|opinion|permission|homework|grades?|room|bag"
+                         rf"|keys?|{_EN_NOT_FAMILY})\b")
 """... unless a word of hers follows ("tell her boss", "get her number", "I love her smile")."""
 _EN_TAKES_HER = re.compile(r"(?i)\b(?:love|loved|miss|missed|call|called|see|saw|seen|meet|met|hug|hugged|thank"
                            r"|thanked|text|texted|visit|visited|like|liked|hate|hated|know|knew|trust|trusted|remind"
@@ -93,6 +103,8 @@ _EN_OBJECT_AFTER = re.compile(r"(?i)\s*(?:[?.!,;]|$|\s(?:for|to|at|in|on|with|ab
 """What follows an object "her" after any other verb or a preposition ("What did I buy her?", "I love her so much",
 "Did I call her yesterday?"); otherwise "her" is possessive ("I love her smile", "Did I meet her boss?")."""
 _MAX_CHARS = 80
+_ANY_KIN_WORD = re.compile(rf"{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER}"
+                           rf"|(?i:\b(?:{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER}|grandma|grandpa|granny|mommy|daddy)s?\b)")
 _OWN_KIN = re.compile(rf"(?:^|(?<=[，,。！？!?\s]))(?:{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})"
                       r"(?=说|今天|昨天|刚|也|又|还|在|去|来|要|想|让|叫|给|跟|和)")
 """A family word opening a clause, the user's own though 我 is dropped (老公说他很累): the follow-up names its own."""
@@ -131,7 +143,8 @@ def _others(text: str, zh: bool, family: set[str], female: bool) -> list[int]:
     if zh:
         out += [m.end() for m in _ZH_NAME.finditer(text)]
     else:
-        out += [m.end() for m in _EN_NAME.finditer(text) if m["n"].lower() not in family | _NOT_SOMEONE]
+        out += [m.end() for m in _EN_NAME.finditer(text)
+                if (m["n"] or m["o"]).lower() not in family | _NOT_SOMEONE | _EN_NOT_SOMEONE_AT_START]
     return out
 
 
@@ -156,6 +169,10 @@ def resolve_pronoun(message: str, earlier: Sequence[str]) -> str | None:
     user's recent messages, oldest first), or None when it has no such pronoun or referent."""
     if len(message) > _MAX_CHARS or _ZH_KIN.search(message) or _EN_KIN.search(message) or _OWN_KIN.search(message):
         return None  # the follow-up names its own family member (老公说他很累, "Did my wife call him?")
+    pronoun_at = min((m.start() for m in (_ZH_PRONOUN.search(message), _EN_PRONOUN.search(message)) if m),
+                     default=len(message))
+    if _ANY_KIN_WORD.search(message[:pronoun_at]):
+        return None  # a family word before it may be whom it means ("ask mom what she wants", 问女儿她喜欢什么)
     zh = _ZH_PRONOUN.search(message)
     if zh:
         if _others(message[:zh.start()], True, set(), zh[0] == "她"):

@@ -57,7 +57,9 @@ def _names_duration(text: str) -> bool:
 
 
 _ASKS_FEELING = re.compile(
-    r"心情|情绪|感受(?!器)|心态|烦恼|烦心|倾诉|难过|伤心|焦虑|不开心|郁闷|委屈|着急|发愁|担心|紧张|害怕|生气|难受|低落"
+    r"心情|情绪|感受(?!器)|心态|烦恼|烦心|倾诉|难过|伤心|焦虑|不开心|郁闷|委屈"
+    r"|(?:我|让我)(?:上次|之前|最近|那时|那天)?(?:为什么|为啥|怎么)?(?:这么|那么)?(?:着急|发愁|担心|紧张|害怕|生气|难受|低落)"
+    r"(?:什么|啥|过|的事|了)?(?:吗|呢|来着)?\W*$"
     r"|^(?!.*(?:查一下|账号|账户|订单|系统|服务器|电脑|手机|网络|快递|设备|软件|游戏)).*?我(?:最近|这段时间|那段时间)?的?状态"
     r"(?:怎么样|如何|好吗|好不好|还好吗)"
     r"|我(?:最近|这段时间)?过得(?:怎么样|如何|好吗|好不好)"
@@ -250,6 +252,14 @@ _KIN_BIRTHDAY_SLOT = re.compile(
     r"|plans?|bash|surprise|wish(?:es)?|ideas?)\b)", re.I)
 """A family member's birthday asked for (我妈的生日是哪天, "When is my mom's birthday?"): ``birthday:<relation>`` by
 any of its names."""
+_KIN_WORK_SLOT = re.compile(
+    rf"我(?:的|家)?(?P<zh>{_MY_PARTNER_ZH}|{_MY_FAMILY_ZH}|媳妇|太太|老伴|闺女|老妈|老爸|妈|爸|哥|姐|弟|妹)"
+    r"(?:是|现在|目前)?(?:在哪(?:里|儿|个公司|家公司|个城市)?(?:工作|上班)|(?:做|干)(?:什么|啥)(?:工作)?的|的(?:工作|职业)是"
+    r"(?:什么|啥))"
+    rf"|\b(?:where does|what does|what(?:'s| is)) my (?P<en>{_MY_PARTNER_EN}|{_MY_FAMILY_EN})(?:'s (?:job|work)\b"
+    r"| (?:work|do)\b(?! with\b))", re.I)
+"""Where or as what a family member works (我老公在哪上班, "What does my wife do?"): ``work:`` and ``job:<relation>``
+by any of its names."""
 _PET_SLOT = re.compile(rf"我(?:的|家的?)?(?:(?!的)[\u4e00-\u9fff]){{0,2}}?(?P<zh>{_MY_PET_ZH}){_NAMED_ZH}"
                        rf"|\bmy (?:[a-z]+ )?(?P<en>{_MY_PET_EN}){_NAMED_EN}", re.I)
 """A family member's or a pet's name asked for: the slot is ``family:<relation>`` / ``pet:…<animal>`` by any of its
@@ -288,6 +298,11 @@ def asks_slot(query: str) -> tuple[str, ...]:
     if kin_birthday:
         relation = (kin_birthday["zh"] or kin_birthday["en"]).lower()
         slots += [f"birthday:{n}" for n in _relations(_SHORT_KIN.get(relation, relation))]
+    kin_work = _KIN_WORK_SLOT.search(query)
+    if kin_work:
+        relation = (kin_work["zh"] or kin_work["en"]).lower()
+        names = _relations(_SHORT_KIN.get(relation, relation))
+        slots += [f"{what}:{n}" for what in ("work", "job") for n in names]
     pet = _PET_SLOT.search(query)
     if pet:
         animal = (pet["zh"] or pet["en"]).lower()

@@ -78,8 +78,7 @@ def _span(text: str, said_at: float, named: list[bool] | None = None) -> tuple[f
     if window is None or window.contains(said_at) or window.end <= window.start:
         return None
     if window.end <= said_at and _BARE_DAY.fullmatch(window.expression.strip()):
-        # 14号, "on the 14th": the coming one unless its clause tells it is behind ("14号我们吵了一架")
-        if not _PAST_IN_CLAUSE.search(_clause_of(text, window)):
+        if _bare_day_ahead(text, window):  # 14号, "on the 14th": the last one, or the coming one
             window = _next_day_of_month(window, said_at)
     elif window.end <= said_at and _plans(text, window) and not _PAST_PLAN.search(text) and not _since(
             text, window, said_at):
@@ -90,10 +89,32 @@ def _span(text: str, said_at: float, named: list[bool] | None = None) -> tuple[f
 
 
 _PAST_IN_CLAUSE = re.compile(
-    r"了|过(?!年)|已经|本来|原本|刚才|(?i:\b(?:was|were|did|had|went|got|came|left|lost|died|said|told|met|saw|bought"
-    r"|paid|ate|made|took|gave|finished|started|moved|visited|called|passed|happened|arrived|returned|graduated"
-    r"|married|broke|fell|won|yelled|cried|fought|argued|hit)\b)")
-"""Words that put what a clause tells behind (了, 过, "went", "died")."""
+    r"了|过(?!年)|已经|本来|原本|刚|那天|那时|的时候|是[^，,。]{1,10}的|(?<![要想会])(?:到|去|来|吃|买|见|做|办|回)的"
+    r"|(?i:(?<!\bbe )(?<!\bget )(?<!getting )(?<!'re )(?<!'m )(?<!\bam )(?<!\bis )(?<!\bare )(?<!\bso )"
+    r"(?<!\bvery )(?<!\bfeel )\b(?:[a-z]+ed|was|were|did|had|went|came|left|lost|said|told|met|saw|bought|paid|ate"
+    r"|made|took|gave|broke|fell|won|fought|hit|ran|flew|quit|got(?!\s+(?:a|an|my)\b))\b)")
+"""Words that put what a clause tells behind (了, 过, 那天, 是…的, "went", "failed"; not "I'm excited", "we're
+getting married")."""
+_STRONG_PLAN_ZH = re.compile(r"(?<!本来)(?<!原本)(?:要|会|将|打算|准备|计划|约好|预约|快到|就要)")
+_STRONG_PLAN_EN = re.compile(r"(?i)\b(?:will|'ll|going to|gonna|plan(?:ning)? to|scheduled|supposed to|about to)\b"
+                             r"|'ll\b")
+_NOW_OR_AHEAD = re.compile(r"(?i)\b(?:is|are|'s) (?:on|due)\b|\b(?:i've got|i have|we have|there's|i'm \w+ing"
+                           r"|we're \w+ing|she's \w+ing|he's \w+ing)\b|有个|有一个|有场|有一场")
+"""A bare day told as now or ahead: "My interview is on the 25th", "I'm seeing the doctor on the 25th",
+我20号有个面试."""
+
+
+def _bare_day_ahead(text: str, window: TimeWindow) -> bool:
+    """Whether a bare day of the month (14号, "on the 14th") whose last occurrence is past means the coming one: a
+    plan in its clause (14号要考试了; "she will come on the 14th"), else not when the clause tells it is behind (了,
+    "died"), else when told as now or ahead (有个面试, "is on the 25th") or planned anywhere in ``text``."""
+    clause = _clause_of(text, window)
+    before = clause[:max(clause.find(window.expression), 0)]
+    if _STRONG_PLAN_ZH.search(clause) or _STRONG_PLAN_EN.search(before):
+        return True
+    if _PAST_IN_CLAUSE.search(clause):
+        return False
+    return bool(_NOW_OR_AHEAD.search(clause)) or _plans(text, window) and not _PAST_PLAN.search(text)
 
 
 def _clause_of(text: str, window: TimeWindow) -> str:

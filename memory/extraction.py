@@ -161,7 +161,7 @@ _ZH_REGION = re.compile(r"美国|日本|英国|韩国|法国|德国|俄罗斯|�
 
 
 _ZH_SOME_PLACE = re.compile(r"(?:这|那|同|某|外|本|隔壁|邻|别的|其他|各)?(?:一?[个座所片])?(?:一个|一座)?"
-                            r"[大小老新旧主]?(?:城市|城区|小区|市中心|市区|县城|县|村|镇|省|岛|区|城|州|地方"
+                            r"[大小老新旧主]?(?:城市|城区|小区|市中心|市区|县城|县|村|镇|省|岛|区|城|州|市|地方"
                             r"|开发区|高新区|新区|矿区|郊区)")
 """A place said but not named: 这个城市, 大城市, 一个小县, 外省, 隔壁村, 开发区, 老城区."""
 
@@ -217,6 +217,8 @@ def _zh_home(m: re.Match[str]) -> Extracted | None:
 
 def _zh_hometown(m: re.Match[str]) -> Extracted | None:
     v = _clean_zh(m["v"], _ZH_PLACE_STOP)
+    if not _names_a_place(re.sub(r"^(?:一个|一座|个)", "", v)):
+        return None  # 我来自外省, 我老家是个小县城: a kind of place, not its name
     return _fact("hometown", v, f"用户来自{v}")
 
 
@@ -232,6 +234,8 @@ def _zh_work(m: re.Match[str]) -> Extracted | None:
 def _zh_works_at(place: str) -> Extracted | None:
     """Where the user works: a city (work_city) or a workplace."""
     v = _clean_zh(place, None, max_len=20)
+    if not _names_a_place(v):
+        return None  # 我在隔壁市上班: a kind of place, not its name
     if _is_place_zh(v):
         return _fact("work_city", v, f"用户在{v}工作")
     return _fact("workplace", v, f"用户在{v}工作")
@@ -377,6 +381,38 @@ def _named(relation: str, name: str, *, zh: bool, pet: bool = False) -> Extracte
     return _fact(key, name, f"用户的{rel}叫{name}" if zh else f"The user's {rel} is called {name}")
 
 
+def _kin_work(m: re.Match[str], zh: bool) -> Extracted | None:
+    """Where a partner or family member works (我老公在华为上班, "my wife works at Google"): ``work:<relation>``, said
+    as the user said it; not what they may do (我老公在考虑换工作) or where they did (以前)."""
+    rel = _ZH_KIN_SHORT.get(m["r"], m["r"]) if zh else m["r"].lower()
+    if zh:
+        v = _clean_zh(m["v"], None, max_len=16)
+        if not v or _ZH_NOT_WORKPLACE.search(v) or re.search(r"以前|之前|曾经|原来|哪|这|那", v) or _ZH_DREAMT.search(
+                m.string[:m.start()]):
+            return None
+        return _fact(f"work:{rel}", v, f"用户的{rel}在{v}{m['w']}")
+    v = _clean_en(_EN_IN_CITY.split(m["v"], maxsplit=1)[0], max_words=4)
+    if not v or not v[:1].isupper() or v.casefold() in _NOT_A_WORKPLACE:
+        return None  # "my husband works at home", "at night"
+    return _fact(f"work:{rel}", v, f"The user's {rel} works at {v}")
+
+
+def _kin_job(m: re.Match[str], zh: bool) -> Extracted | None:
+    """What a partner or family member does (我老婆是一名医生, "my husband is a firefighter"): ``job:<relation>``."""
+    rel = _ZH_KIN_SHORT.get(m["r"], m["r"]) if zh else m["r"].lower()
+    if zh:
+        v = _clean_zh(m["v"], _ZH_JOB_STOP, max_len=12)
+        if not v or _ZH_NOT_JOB.search(v) or v.startswith("过"):
+            return None
+        return _fact(f"job:{rel}", v, f"用户的{rel}是一名{v}")
+    v = _clean_en(_EN_AT_PLACE.split(m["v"], maxsplit=1)[0], max_words=3)
+    if not v or not _PROFESSION_RE.search(v) or _NOT_PROFESSION.search(v) or re.search(
+            r"(?i)\b(?:student|junior|senior|freshman|sophomore)$", v) and rel not in ("son", "daughter", "kid"):
+        return None
+    article = "an" if v[:1].lower() in "aeiou" else "a"
+    return _fact(f"job:{rel}", v, f"The user's {rel} is {article} {v}")
+
+
 def _allergy(m: re.Match[str], zh: bool) -> Extracted | None:
     v = _clean_zh(m["v"], _ZH_PREF_STOP, max_len=12) if zh else _clean_en(m["v"], max_words=4)
     if not v or _PRONOUN_ZH.match(v) or _PRONOUN_EN.match(v):
@@ -443,9 +479,10 @@ def _en_school(m: re.Match[str]) -> Extracted | None:
 
 _EN_SCHOOL_NAME = (r"(?:the\s+)?(?:[A-Z][\w&.'-]*\s+){0,4}(?:University|College|Institute|School|Academy)"
                    r"(?:\s+of\s+[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*){0,3})?"
-                   r"|(?:MIT|UCLA|USC|NYU|UCL|ASU|CMU|UNC|UCSD|UCSB|LSE|KCL|GWU|UIUC|HKU|NUS|NTU|ANU|UBC|SFU|LSU|OSU|PSU"
-                   r"|TAMU|FSU|UGA|BYU|CUNY|SUNY|[A-Z]{1,3}U)(?![A-Za-z])")
-"""A school by its name: "the University of Toronto", "Boston College", "UCLA" (not "the library", "night", IBM)."""
+                   r"|(?:MIT|RISD|RIT|LSE|KCL|CMU|NUS|NTU|ANU|UBC|SFU|BYU|GWU|KAIST|ETH|EPFL|IIT|SNU|CUNY|SUNY"
+                   r"|(?=[A-Z]{0,5}U)[A-Z]{2,6})(?![A-Za-z])")
+"""A school by its name: "the University of Toronto", "Boston College", UCLA, UCSF, HKUST, RISD (an acronym with a U
+for university, or a known one; not "the library", "night", IBM, YMCA)."""
 
 
 _NOT_A_NAME_BUT_WHAT = (
@@ -544,11 +581,12 @@ _TAUGHT = re.compile(
     r"|drawing|painting|writing|reading|kindergarten|preschool|ESL|(?:high|middle|elementary|primary) school)")
 """What "I teach …" names as a subject (or a capitalised one: English, French, Chinese): not online, too much."""
 _EN_MAJOR = re.compile(
-    rf"(?:{_TAUGHT.pattern[4:]}|business|accounting|finance|marketing|architecture|design|education|journalism"
-    r"|communications?|political science|international relations|statistics|data science|anthropology|linguistics"
-    r"|neuroscience|biochemistry|pharmacy|dentistry|nutrition|kinesiology|public health|social work|film|theater"
-    r"|theatre|graphic design|fashion|animation|english|french|spanish|german|chinese|japanese|korean|italian"
-    r"|[a-z]+ (?:engineering|science|studies|management|design|therapy))(?:\s+and\s+[a-z]+(?:\s+[a-z]+)?)?", re.I)
+    rf"(?:[a-z]+ )?(?:{_TAUGHT.pattern[4:]}|business|accounting|finance|marketing|architecture|design|education"
+    r"|journalism|communications?|political science|international relations|statistics|data science|anthropology"
+    r"|linguistics|neuroscience|biochemistry|pharmacy|dentistry|nutrition|kinesiology|public health|social work"
+    r"|film|theater|theatre|fashion|animation|english|french|spanish|german|chinese|japanese|korean|italian"
+    r"|poli sci|comp sci|psych|bio|chem|econ|pre-?med|pre-?law|cs|arts?|studies|management|therapy|science)"
+    r"(?:\s+and\s+[a-z]+(?:\s+[a-z]+)?)?", re.I)
 """A field one studies ("computer science", "nursing", "business"): not how or where (hard, abroad, online)."""
 _SCHOOL_LEVEL = re.compile(
     r"(?i)(?:\d{1,2}(?:st|nd|rd|th)|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth)"
@@ -608,11 +646,13 @@ _NOT_THE_JOB = re.compile(r"(?i)\b(?:didn'?t|not|never|lost|quit|left|applied|ap
 
 
 _TAKEN_BACK = re.compile(
-    r"(?i)\b(?:I|we)\s+(?:\w+\s+)?(?:quit|left|lost|declined|rejected)(?:\s+(?:it|that|the\s+(?:job|position|role|offer))"
-    r"\b|\s+(?:after|within)\s+(?:a|one|two|three|four|a few|\d+)\s+(?:days?|weeks?|months?)\b|\s*(?=[.!?,;]|$))"
+    r"(?i)\b(?:I|we)\s+(?:\w+\s+)?(?:quit|left|lost|declined|rejected)(?:\s+(?:it|that|there|the\s+(?:job|position"
+    r"|role|offer))\b|\s+(?:(?:after|within)\s+)?(?:a|one|two|three|four|a few|\d+)\s+(?:days?|weeks?|months?)\b"
+    r"|\s*(?=[.!?,;]|$))"
     r"|\b(?:I|we)\s+(?:\w+\s+)?(?:didn'?t\s+(?:take|accept|start|get)|won'?t\s+(?:take|accept|start))\b"
-    r"|\b(?:I|we)\s+(?:\w+\s+)?(?:was|got)\s+(?:fired|laid off|let go)\b(?!\s+from)"
-    r"|\b(?:turned\s+(?:\w+\s+){0,2}down|declined|fell through)\b|\bif\s+(?:the|my|our|it|everything|things)\b")
+    r"|\b(?:I|we)\s+(?:\w+\s+)?(?:was|got)\s+(?:fired|laid off|let go)\b(?!\s+from\s+(?!it\b|there\b|the job\b))"
+    r"|\b(?:turned\s+(?:\w+\s+){0,2}down|declined|fell through)\b"
+    r"|\bif\s+(?:the|my|our|it|everything|things|all|i(?:'?ll| will)? (?:take|accept|get))\b")
 """A job taken back or put in doubt after it was named ("… but I turned it down", "… but I quit after a week", "…
 if the visa comes through")."""
 
@@ -627,6 +667,17 @@ def _en_new_job(m: re.Match[str]) -> Extracted | None:
             or v.casefold() in _NOT_A_WORKPLACE):
         return None
     return _fact("workplace", v, f"The user works at {v}")
+
+
+_NOT_WORKING_THERE = re.compile(
+    r"(?i)\b(?:former|retired|future|aspiring|would-be|wannabe|ex-\w+|student|tourist|visitor|dog owner|homeowner"
+    r"|teenager|resident|traveler|traveller|local|foreigner|newcomer|stranger|user|member|fan|lover)\b")
+"""Who is somewhere but does not work there as that ("a tourist in Paris", "a retired teacher in Florida")."""
+
+
+_NO_OCCUPATION = re.compile(r"(?i)\b(?:tourist|visitor|(?:dog|cat|pet|home|house|car|horse) owner|homeowner|teenager"
+                            r"|resident|traveler|traveller|foreigner|stranger|user|lover)$")
+"""What one is that is no occupation ("a tourist", "a dog owner", "a teenager")."""
 
 
 def _en_work_city(m: re.Match[str]) -> Extracted | None:
@@ -675,7 +726,7 @@ _EN_IN_CITY = re.compile(r"\s+in\s+(?=[A-Z])")
 
 def _en_job(m: re.Match[str]) -> Extracted | None:
     v = _clean_en(_EN_AT_PLACE.split(m["v"], maxsplit=1)[0], max_words=4)
-    if not v or not _PROFESSION_RE.search(v) or _NOT_PROFESSION.search(v):
+    if not v or not _PROFESSION_RE.search(v) or _NOT_PROFESSION.search(v) or _NO_OCCUPATION.search(v):
         return None
     article = "an" if v[:1].lower() in "aeiou" else "a"
     return _fact("job", v, f"The user is {article} {v}")
@@ -761,6 +812,15 @@ def _kin_birthday(m: re.Match[str], zh: bool) -> Extracted | None:
     return _fact(f"birthday:{rel}", v, text)
 
 
+def _no_year(item: Extracted | None) -> Extracted | None:
+    """A birthday read from the day one turns an age: the year said is that day's, not the birth year ("I turn 30
+    on May 5, 2026" → May 5)."""
+    if item is None:
+        return None
+    value = re.sub(r",?\s+(?:19|20)\d{2}$", "", item.value)
+    return replace(item, value=value, text=item.text.replace(item.value, value))
+
+
 def _en_birthday(m: re.Match[str]) -> Extracted | None:
     v = _date_at_start(m, zh=False)
     return _fact("birthday", v, f"The user's birthday is {v}") if v else None
@@ -825,7 +885,10 @@ _NOT_A_NAME_EN = frozenset(_NOT_A_NAME_WORDS.split())
 _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     (re.compile(rf"我叫(?P<v>{_ZH_VALUE}{{1,20}})"), _zh_name),
     (re.compile(rf"我的名字(?:是|叫)(?P<v>{_ZH_VALUE}{{1,20}})"), _zh_name),
-    (re.compile(rf"叫我(?P<v>{_ZH_VALUE}{{1,20}})"), _zh_name),
+    # 大家都叫我小王, 叫我Tom就好: a name; not 叫我先睡, 叫我回家过年, 叫我很头疼 (asks me to, makes me)
+    (re.compile(r"叫我(?P<v>(?![很先回去来吃帮别不一起做写开等给把跟和到睡快马别多少起])"
+                r"(?:[\u4e00-\u9fff]{1,4}|[A-Za-z][A-Za-z' -]{0,20}?))(?=就行|就好|就可以|吧|好了|[，,。！!~\s]|$)"),
+     _zh_name),
     (
         re.compile(rf"我(?:现在|目前|一直)?(?:住在|住|居住在|生活在|定居在?)(?P<v>{_ZH_VALUE}{{1,20}})"),
         _zh_home,
@@ -872,6 +935,13 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
                 rf"(?:叫|名叫|今年|已经|快|是)[^，,。！？!?；;]{{1,12}}[，,]\s*(?:而且|并且|然后)?(?P<p>[她他])(?:的)?"
                 rf"生日(?:是|在|[:：])?(?P<v>{_ZH_VALUE}{{1,24}})"),
      lambda m: _kin_birthday(m, zh=True) if _same_gender(m["r"], m["p"]) else None),
+    # 我老公在华为上班, 我老婆是一名医生, "my wife works at Google", "my husband is a firefighter": a family member's
+    (re.compile(rf"我(?:的|家)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|老妈|老爸|妈|爸|哥|姐|弟|妹)(?:现在|目前|一直)?"
+                rf"在(?P<v>{_ZH_VALUE}{{1,16}}?)(?P<w>工作|上班|任职|实习)"),
+     lambda m: _kin_work(m, zh=True)),
+    (re.compile(rf"我(?:的|家)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|老妈|老爸|妈|爸|哥|姐|弟|妹)(?:现在|目前)?{_ZH_IS}"
+                rf"(?P<v>{_ZH_JOB_TITLE})"),
+     lambda m: _kin_job(m, zh=True)),
     # 你好，我是小雨: a short name right after a greeting (我是 alone also says what one is: 我是学生)
     (re.compile(r"(?:你好|您好|嗨|哈喽|hi|hello)[，,！!。~\s]*我是(?P<v>[\u4e00-\u9fff]{2,3})(?=[，,。！!~\s]|$)",
                 re.I),
@@ -987,10 +1057,10 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     ),
     (  # "I'm a nurse in Toronto": where the job is, when it is a place
         re.compile(rf"(?i:{_EN_WHO}(?:'m| am)\s+(?:(?:currently|now|still|also)\s+)*an?)\s+"
-                   r"(?P<job>[a-z][a-z\- ]{1,40}?)"
+                   r"(?P<job>(?:(?!(?:and|my|but|or|so)\b)[a-z][a-z\-]*\s+){0,2}[a-z][a-z\-]*)"
                    r"\s+in\s+(?P<v>[A-Z][A-Za-z\-]+(?:\s+[A-Z][A-Za-z\-]+){0,2})(?![A-Za-z&])"),
         lambda m: _en_work_city(m) if _PROFESSION_RE.search(m["job"]) and not _NOT_PROFESSION.search(m["job"])
-        and not re.search(r"\bstudent$", m["job"], re.I) else None,
+        and not _NOT_WORKING_THERE.search(m["job"]) else None,
     ),
     (  # "I work as a nurse at Mercy hospital", "I'm a software engineer at Google": the job's place
         re.compile(
@@ -1073,15 +1143,15 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
         _en_birthday,
     ),
     (  # "I turn 30 on May 5", "my daughter Maya turns 7 on March 12": the birthday, the day one turns an age
-        re.compile(rf"(?i:{_EN_WHO}(?:'m| am)?\s+(?:turn|turning|will turn|'ll turn)\s+\d{{1,3}}\s+on)\s+"
+        re.compile(rf"(?i:{_EN_WHO}(?:(?:'m| am)\s+turning|'ll\s+turn|\s+will\s+turn|\s+turn)\s+\d{{1,3}}\s+on)\s+"
                    rf"(?P<v>{_EN_VALUE}{{1,40}})"),
-        _en_birthday,
+        lambda m: _no_year(_en_birthday(m)),
     ),
     (
         re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}))(?: [A-Z][a-z]+)?"
-                   r"(?i:\s+(?:turns|is turning|will turn|'ll turn)\s+\d{1,3}\s+on)\s+"
+                   r"(?i:(?:\s+turns|\s+is\s+turning|\s+will\s+turn|'ll\s+turn)\s+\d{1,3}\s+on)\s+"
                    rf"(?P<v>{_EN_VALUE}{{1,40}})"),
-        lambda m: _kin_birthday(m, zh=False),
+        lambda m: _no_year(_kin_birthday(m, zh=False)),
     ),
     (  # "My mom's birthday is March 3rd and mine is May 1st": the user's own, said after another's
         re.compile(rf"(?i:birthday is[^.;!?]{{1,40}}?\b(?:and|but|while) mine is(?: on)?)\s+"
@@ -1094,6 +1164,12 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
                    r"\s+(?P<v>[A-Z][A-Za-z'\-]*(?:\s+[A-Z][A-Za-z'\-]*)?)"),
         lambda m: _named(m["r"], m["v"], zh=False),
     ),
+    (re.compile(rf"(?i:\bmy (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}) (?:now |still |currently )?works? (?:at|for))\s+"
+                r"(?P<v>[A-Z][\w&'\-]*(?:\s+(?!I\b)[A-Z][\w&'\-]*){0,3})"),
+     lambda m: _kin_work(m, zh=False)),
+    (re.compile(rf"(?i:\bmy (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}) (?:is|works as) an?)\s+(?P<v>[a-z][a-z\- ]{{1,40}}?)"
+                r"(?=\s*(?:[,.;!?]|$|\s(?:at|in|for|and|but|so|who)\b))"),
+     lambda m: _kin_job(m, zh=False)),
     (  # "My husband is Tom and his birthday is…", "My wife is Emma, she…": a capitalised name, then he/she
         re.compile(rf"(?i:\b(?:my|our) (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}|{_EN_PETS}) is)"
                    r" (?P<v>[A-Z][a-z\-]+)(?=\s*,?\s*(?:and\s+|but\s+)?(?i:he|she|his|her|they|their)\b)"),
@@ -1183,8 +1259,10 @@ _ZH_DROPPED_SUBJECT = re.compile(
 
 _ZH_KIN_SUBJECT = re.compile(rf"^\s*我(?:的|家的?)?(?P<k>{_ZH_PARTNERS}|{_ZH_FAMILY}|{_ZH_MY_PET})(?!的|们)")
 """A clause about the user's family member or pet (我儿子今年上初二了, 我家猫三岁了)."""
-_ZH_DROPPED_NAME = re.compile(r"^\s*(?:叫|名叫|名字叫)(?=[\u4e00-\u9fffA-Za-z])")
-"""A clause that names, its subject dropped (…，叫乐乐)."""
+_ZH_DROPPED_KIN_CLAUSE = re.compile(r"^\s*(?:(?:叫|名叫|名字叫)(?![醒人都外兽家她他我你爸妈声个得着不也])"
+                                    r"(?:[\u4e00-\u9fff]{1,3}(?<![了的吧啊呢])|[A-Za-z]+)(?=[，,。！!~\s]|$)"
+                                    r"|(?:现在|目前|一直)?在[^，,]{1,16}?(?:工作|上班|任职|实习)|是(?:一名|一位|个|一个)?)")
+"""A clause about the family member just named, its subject dropped (…，叫乐乐 / 在上海工作 / 是一名医生)."""
 
 
 def _restore_subjects(text: str) -> str:
@@ -1203,8 +1281,9 @@ def _restore_subjects(text: str) -> str:
             whose = _ZH_KIN_SUBJECT.match(part)
             if whose:
                 kin = whose["k"]
-            elif kin and _ZH_DROPPED_NAME.match(part):
+            elif kin and _ZH_DROPPED_KIN_CLAUSE.match(part):
                 part = f"我{kin}{part.lstrip()}"
+            else:
                 kin = None
             if (_ZH_OTHER_CLAUSE.match(part) and not _ZH_MY_OWN.match(part)) or _ZH_NAMES_OTHER.match(part):
                 about_me = False  # 我有个朋友，去年搬到了深圳: the friend moved

@@ -124,7 +124,7 @@ _ZH_ASKING = re.compile(
 _ZH_FINAL_PARTICLE = re.compile(r"吗\s*$")
 _ZH_FINAL_NE = re.compile(r"呢\s*$")  # "你呢" asks; "我还在上班呢" states: a question only with an asking word or short
 # "我不知道他住在哪里", "我有几个朋友": interrogative words that do not ask
-_ZH_NOT_ASKING = re.compile(r"不知道|不记得|忘了|记不清|[有了买养]几")
+_ZH_NOT_ASKING = re.compile(r"不知道|不记得|忘了|记不清|[有了买养]几|[他她]问我|不让我|偏要")
 # ... but a count that ends the sentence asks: 年假有几天, 一年有几个月 (我有几个好朋友 states)
 _ZH_COUNT_AT_END = re.compile(r"[有了买养]几个?(?:点|岁|天|年|月|号|次|周|本|只|条|人|口)?[呢啊呀]?\s*$")
 # An auxiliary opener asks ("do you remember…"), unless it is a name ("Will is my brother", "May loves jazz").

@@ -62,8 +62,11 @@ EN_PLACES = frozenset(p.strip() for p in (_CITIES + "|" + _REGIONS).replace("\n"
 _PLACE_SHAPE = re.compile(
     r"(?:[A-Z][a-z]+\s+){0,2}(?:[A-Z][a-z]*(?:ville|ton|town|burg|burgh|boro|borough|ford|field|mouth|chester"
     r"|caster|ham|wick|minster|polis)"
+    r"|(?!(?:Support|Transport|Sport|Passport|Airport|Report|Import|Export|Teleport)\b)[A-Z][a-z]*port"
     r"|(?:[A-Z][a-z]+\s+){1,2}(?:City|River|Springs|Falls|Beach|Hills|Heights|Valley|Lake|Bay|Harbor|Harbour"
-    r"|Island|County|Creek|Grove|Rapids|Junction))")
+    r"|Island|County|Creek|Grove|Rapids|Junction)"
+    r"|(?!(?:Theme|Research|Science|Business|Industrial|Office|Amusement|Water|Car|Trailer|Skate|Dog|National|State"
+    r"|Technology|Tech)\s)(?:[A-Z][a-z]+\s+){1,2}Park)")
 """A name shaped like a town's (Springfield, Fall River, Johnstown), though not on the list."""
 
 

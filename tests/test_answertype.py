@@ -136,6 +136,7 @@ def test_context_refuses_an_answer_weight_outside_the_unit_interval() -> None:
 @pytest.mark.parametrize(("query", "feeling"), [
     ("我最近心情怎么样？", True), ("我跟你倾诉过什么烦恼？", True), ("我上次为什么难过？", True),
     ("上次我为什么着急", True), ("我担心什么来着", True),
+    ("我担心的那个面试是哪天", False), ("我女儿害怕什么", False), ("我老公生气的时候说了什么", False),
     ("我最近压力大吗？", True), ("How have I been feeling lately?", True), ("What was bothering me?", True),
     ("What did I say about my mood?", True),
     ("When was I sad?", True), ("我什么时候心情不好？", True), ("What made me sad?", True),
@@ -150,7 +151,8 @@ def test_context_refuses_an_answer_weight_outside_the_unit_interval() -> None:
     ("How is my mood lately?", True), ("我最近心情不好，适合做什么？", True), ("What's wrong with my mood?", True)])
 def test_a_question_about_how_the_user_felt(query: str, feeling: bool) -> None:
     assert asks_feeling(query) is feeling
-    assert asks_when(query) == ("when" if query in ("When was I sad?", "我什么时候心情不好？") else None)
+    assert asks_when(query) == ("when" if query in ("When was I sad?", "我什么时候心情不好？", "我担心的那个面试是哪天")
+                                else None)
 
 
 def test_a_confided_worry_is_what_answers_a_question_about_feelings() -> None:
@@ -337,6 +339,8 @@ def test_a_question_about_plans_lists_what_lies_ahead_soonest_first(backend: str
     ("我在哪上大学", ("school",)), ("我是哪个大学的？", ("school",)), ("Where do I go to college?", ("school",)),
     ("What university do I attend?", ("school",)), ("我的大学生活怎么样", ()),
     ("What college do I want to apply to?", ()),
+    ("我男朋友在哪工作", ("work:男朋友", "job:男朋友")), ("What does my wife do with her free time?", ()),
+    ("Where does my husband work?", ("work:husband", "work:老公", "work:丈夫", "job:husband", "job:老公", "job:丈夫")),
     ("我有什么忌口吗？", ("diet",)), ("What foods don't I eat?", ("diet",)),
     ("孕妇有什么忌口", ()), ("狗狗有什么忌口", ()), ("What dietary supplements should I take?", ()),
     ("Do I have any dietary restrictions?", ("diet",)), ("我读什么专业好", ()),

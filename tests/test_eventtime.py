@@ -160,6 +160,15 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
     ("My dog died on the 14th and I will never forget it", (date(2024, 4, 14), date(2024, 4, 15))),
     ("14号我本来要去北京的", (date(2024, 4, 14), date(2024, 4, 15))),
     ("My interview is on the 25th", (date(2024, 5, 25), date(2024, 5, 26))),
+    ("5号那天我去医院检查，医生说没事", (date(2024, 5, 5), date(2024, 5, 6))), ("我是5号到的北京", (date(2024, 5, 5),
+                                                                                   date(2024, 5, 6))),
+    ("I failed my driving test on the 3rd.", (date(2024, 5, 3), date(2024, 5, 4))),
+    ("3号晚上我跟老公大吵一架", (date(2024, 5, 3), date(2024, 5, 4))),  # no word of plan: the last one
+    ("My sister said she will come on the 14th.", (date(2024, 5, 14), date(2024, 5, 15))),
+    ("14号就要考试了", (date(2024, 5, 14), date(2024, 5, 15))), ("我已经约好了14号去医院复查", (date(2024, 5, 14),
+                                                                                     date(2024, 5, 15))),
+    ("We're getting married on the 14th.", (date(2024, 5, 14), date(2024, 5, 15))),
+    ("I got the offer on the 5th and will start in June", (date(2024, 5, 5), date(2024, 5, 6))),
     ("3月5号我准备了材料，领导说要重写", (date(2024, 3, 5), date(2024, 3, 6))),  # a 要 of someone else's
     ("She turned 7 on March 12", (date(2024, 3, 12), date(2024, 3, 13))),
     # words that look ahead name the span ahead (said on Friday 10 May)
