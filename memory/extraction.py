@@ -784,6 +784,8 @@ def _date_at_start(m: re.Match[str], zh: bool) -> str:
     return date["d"]
 
 
+_ZH_KIN_ANY = f"{_ZH_PARTNERS}|{_ZH_FAMILY}|老妈|老爸|妈|爸|哥|姐|弟|妹"
+"""A partner or family member by any name, short ones too (我妈, 我哥)."""
 _ZH_KIN_SHORT = {"妈": "妈妈", "老妈": "妈妈", "爸": "爸爸", "老爸": "爸爸", "哥": "哥哥", "姐": "姐姐", "弟": "弟弟",
                  "妹": "妹妹"}
 """Short names of kin (我妈, 我哥), kept under the full one."""
@@ -927,19 +929,19 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     # 我妈的生日是3月3号，我的是5月1号: the user's own, said after another's
     (re.compile(rf"生日(?:是|在)[^。！？!?]{{1,20}}?[，,、]\s*(?:而)?我的(?:是|在)(?P<v>{_ZH_VALUE}{{1,16}})"),
      _zh_birthday),
-    (re.compile(rf"我(?:的|家)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|老妈|老爸|妈|爸|哥|姐|弟|妹)的?生日(?:是|在|[:：])?"
+    (re.compile(rf"我(?:的|家)?(?P<r>{_ZH_KIN_ANY})的?生日(?:是|在|[:：])?"
                 rf"(?P<v>{_ZH_VALUE}{{1,24}})"),
      lambda m: _kin_birthday(m, zh=True)),
     # 我媳妇叫小美，她生日是腊月初八: the one just named, by a pronoun, in the same sentence
-    (re.compile(rf"我(?:的|家)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|老妈|老爸|妈|爸|哥|姐|弟|妹)"
+    (re.compile(rf"我(?:的|家)?(?P<r>{_ZH_KIN_ANY})"
                 rf"(?:叫|名叫|今年|已经|快|是)[^，,。！？!?；;]{{1,12}}[，,]\s*(?:而且|并且|然后)?(?P<p>[她他])(?:的)?"
                 rf"生日(?:是|在|[:：])?(?P<v>{_ZH_VALUE}{{1,24}})"),
      lambda m: _kin_birthday(m, zh=True) if _same_gender(m["r"], m["p"]) else None),
-    # 我老公在华为上班, 我老婆是一名医生, "my wife works at Google", "my husband is a firefighter": a family member's
-    (re.compile(rf"我(?:的|家)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|老妈|老爸|妈|爸|哥|姐|弟|妹)(?:现在|目前|一直)?"
+    # 我老公在华为上班, 我老婆是一名医生: where and as what a family member works
+    (re.compile(rf"我(?:的|家)?(?P<r>{_ZH_KIN_ANY})(?:现在|目前|一直)?"
                 rf"在(?P<v>{_ZH_VALUE}{{1,16}}?)(?P<w>工作|上班|任职|实习)"),
      lambda m: _kin_work(m, zh=True)),
-    (re.compile(rf"我(?:的|家)?(?P<r>{_ZH_PARTNERS}|{_ZH_FAMILY}|老妈|老爸|妈|爸|哥|姐|弟|妹)(?:现在|目前)?{_ZH_IS}"
+    (re.compile(rf"我(?:的|家)?(?P<r>{_ZH_KIN_ANY})(?:现在|目前)?{_ZH_IS}"
                 rf"(?P<v>{_ZH_JOB_TITLE})"),
      lambda m: _kin_job(m, zh=True)),
     # 你好，我是小雨: a short name right after a greeting (我是 alone also says what one is: 我是学生)
@@ -1164,6 +1166,7 @@ _EN_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
                    r"\s+(?P<v>[A-Z][A-Za-z'\-]*(?:\s+[A-Z][A-Za-z'\-]*)?)"),
         lambda m: _named(m["r"], m["v"], zh=False),
     ),
+    # "my wife works at Google", "my husband is a firefighter": where and as what a family member works
     (re.compile(rf"(?i:\bmy (?P<r>{_EN_PARTNERS}|{_EN_FAMILY}) (?:now |still |currently )?works? (?:at|for))\s+"
                 r"(?P<v>[A-Z][\w&'\-]*(?:\s+(?!I\b)[A-Z][\w&'\-]*){0,3})"),
      lambda m: _kin_work(m, zh=False)),
