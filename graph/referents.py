@@ -52,7 +52,7 @@ _EN_NAME = re.compile(
     r"(?<![A-Za-z'\u2019])(?P<n>[A-Z][a-z]+)(?=\s+(?:[a-z]+ed|said|says|told|tells|asks|calls|texts|came|comes"
     r"|is coming|was here|is here|is visiting|wants|thinks|thought|brought|left|gave|sent|took|hit|ran|broke|made"
     r"|bought|stole|threw|got|keeps|stopped by|dropped by|and I|and me)\b)"
-    r"|\b(?:and|with|invited|hates|hated|likes|liked|met|saw|told|asked|called|texted|visited|blames|blamed)\s+"
+    r"|\b(?:and|with|invited|hates|hated|met|saw|told|asked|called|texted|blames|blamed)\s+"
     r"(?P<o>[A-Z][a-z]+)\b(?!\s+(?:[A-Z]|food|music|fan|team|show|game|movie|school|store|class|park)\b)")
 """A name doing what people do, or done to ("Tom called me", "Tyler pushed him", "hates Karen", "My wife and Jenny
 went shopping"): someone the pronoun may mean; not a thing or a group ("Italian food", "a Lakers fan", "Lincoln
@@ -69,9 +69,11 @@ _NOT_SOMEONE = frozenset(_NOT_SOMEONE_WORDS.split())
 """Capitalised words after "with" or "about" that name no one ("talked about Christmas"; "with Mom", "with May" may
 be someone other than the family member named)."""
 _EN_NOT_SOMEONE_AT_START_WORDS = """i we he she they it you my our your his her their the this that these those what
-when where why how who which yesterday today tonight tomorrow then also just so and but mom mum dad"""
+when where why how who which yesterday today tonight tomorrow then also just so and but everything nothing something
+everyone everybody someone somebody anyone nobody"""
 _EN_NOT_SOMEONE_AT_START = frozenset(_EN_NOT_SOMEONE_AT_START_WORDS.split())
-"""Capitalised words before a verb that name no one ("Yesterday I called", "Then came…"; Mom: a family member)."""
+"""Capitalised words before a verb that name no one in particular ("Yesterday I called", "Everything looked great";
+"Mom called" names someone: another family member)."""
 _ZH_PRONOUN = re.compile(r"(?<![其吉利排])[她他](?![们人乡日俩]|妈的|[妈爸哥姐弟妹家]|老公|老婆|儿子|女儿"
                          r"|的(?:朋友|同事))")
 """她, 他; not 他们 (a group), 吉他 / 其他 (words), or 她妈妈 (her mother: someone else)."""
@@ -103,8 +105,10 @@ _EN_OBJECT_AFTER = re.compile(r"(?i)\s*(?:[?.!,;]|$|\s(?:for|to|at|in|on|with|ab
 """What follows an object "her" after any other verb or a preposition ("What did I buy her?", "I love her so much",
 "Did I call her yesterday?"); otherwise "her" is possessive ("I love her smile", "Did I meet her boss?")."""
 _MAX_CHARS = 80
-_ANY_KIN_WORD = re.compile(rf"{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER}"
-                           rf"|(?i:\b(?:{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER}|grandma|grandpa|granny|mommy|daddy)s?\b)")
+_ANY_KIN_WORD = re.compile("|".join(w for w in f"{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER}".split("|") if len(w) > 1)
+                           + rf"|(?i:\b(?:{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER}|grandma|grandpa|granny|mommy"
+                             r"|daddy)s?\b)")
+"""A family word (two characters at least in Chinese: 妈 alone is in 妈祖, 哥 in 哥伦比亚)."""
 _OWN_KIN = re.compile(rf"(?:^|(?<=[，,。！？!?\s]))(?:{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})"
                       r"(?=说|今天|昨天|刚|也|又|还|在|去|来|要|想|让|叫|给|跟|和)")
 """A family word opening a clause, the user's own though 我 is dropped (老公说他很累): the follow-up names its own."""
@@ -126,6 +130,16 @@ def _family_names(texts: Sequence[str]) -> set[str]:
         rf"(?i:\bmy\s+(?:{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER}))(?:\s+(?:is|named|called))?\s+(?P<n>[A-Z][a-z]+)", t)}
 
 
+def _no_one(word: str, family: set[str]) -> bool:
+    """Whether a capitalised word names no one else: a family member's name, a time, a place ("visited Paris"), a
+    weekday or a word that starts sentences."""
+    from mneme.memory.places import is_en_place
+
+    low = word.lower()
+    return (low in family | _NOT_SOMEONE | _EN_NOT_SOMEONE_AT_START or low.rstrip("s") in _NOT_SOMEONE
+            or is_en_place(word))
+
+
 def _others(text: str, zh: bool, family: set[str], female: bool) -> list[int]:
     """Where mentions of someone outside the family end in ``text``: a friend, a colleague, a name doing something
     (张伟今天…, "Tom called me"), someone else's family or a new one whom the pronoun's gender ``female`` allows
@@ -143,8 +157,7 @@ def _others(text: str, zh: bool, family: set[str], female: bool) -> list[int]:
     if zh:
         out += [m.end() for m in _ZH_NAME.finditer(text)]
     else:
-        out += [m.end() for m in _EN_NAME.finditer(text)
-                if (m["n"] or m["o"]).lower() not in family | _NOT_SOMEONE | _EN_NOT_SOMEONE_AT_START]
+        out += [m.end() for m in _EN_NAME.finditer(text) if not _no_one(m["n"] or m["o"], family)]
     return out
 
 

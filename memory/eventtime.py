@@ -89,17 +89,20 @@ def _span(text: str, said_at: float, named: list[bool] | None = None) -> tuple[f
 
 
 _PAST_IN_CLAUSE = re.compile(
-    r"了|过(?!年)|已经|本来|原本|刚|那天|那时|的时候|是[^，,。]{1,10}的|(?<![要想会])(?:到|去|来|吃|买|见|做|办|回)的"
+    r"了|过(?!年)|已经|本来|原本|刚(?!好)|那天|那时|的时候|是[^，,。]{1,10}的|(?<![要想会])(?:到|去|来|吃|买|见|做|办|回)的"
     r"|(?i:(?<!\bbe )(?<!\bget )(?<!getting )(?<!'re )(?<!'m )(?<!\bam )(?<!\bis )(?<!\bare )(?<!\bso )"
     r"(?<!\bvery )(?<!\bfeel )\b(?:[a-z]+ed|was|were|did|had|went|came|left|lost|said|told|met|saw|bought|paid|ate"
     r"|made|took|gave|broke|fell|won|fought|hit|ran|flew|quit|got(?!\s+(?:a|an|my)\b))\b)")
 """Words that put what a clause tells behind (了, 过, 那天, 是…的, "went", "failed"; not "I'm excited", "we're
 getting married")."""
-_STRONG_PLAN_ZH = re.compile(r"(?<!本来)(?<!原本)(?:要|会|将|打算|准备|计划|约好|预约|快到|就要)")
-_STRONG_PLAN_EN = re.compile(r"(?i)\b(?:will|'ll|going to|gonna|plan(?:ning)? to|scheduled|supposed to|about to)\b"
-                             r"|'ll\b")
+_STRONG_PLAN_ZH = re.compile(r"(?<!本来)(?<!原本)(?:要(?![是不])"
+                             r"|(?<![长年约开晚聚舞唱动展宴社机协学工大])会(?![上议面员场])|将|打算|准备|计划|约好|预约|快到|就要)")
+_STRONG_PLAN_EN = re.compile(r"(?i)(?<!\bwas )(?<!\bwere )\b(?:will|going to|gonna|plan(?:ning)? to|scheduled"
+                             r"|about to|have to|need to|must)\b|'ll\b")
 _NOW_OR_AHEAD = re.compile(r"(?i)\b(?:is|are|'s) (?:on|due)\b|\b(?:i've got|i have|we have|there's|i'm \w+ing"
-                           r"|we're \w+ing|she's \w+ing|he's \w+ing)\b|有个|有一个|有场|有一场")
+                           r"|we're \w+ing|she's \w+ing|he's \w+ing|remind|appointment|exam|interview|deadline"
+                           r"|worried about|nervous about)\b"
+                           r"|有个|有一个|有场|有一场|提醒|考试|面试|复查|到期|交房租|交|有空|担心|紧张")
 """A bare day told as now or ahead: "My interview is on the 25th", "I'm seeing the doctor on the 25th",
 我20号有个面试."""
 
@@ -110,8 +113,11 @@ def _bare_day_ahead(text: str, window: TimeWindow) -> bool:
     "died"), else when told as now or ahead (有个面试, "is on the 25th") or planned anywhere in ``text``."""
     clause = _clause_of(text, window)
     before = clause[:max(clause.find(window.expression), 0)]
-    if _STRONG_PLAN_ZH.search(clause) or _STRONG_PLAN_EN.search(before):
+    plan = _STRONG_PLAN_EN.search(before)
+    if plan and not _PAST_IN_CLAUSE.search(before, plan.end()):  # not "will never forget what happened on the 5th"
         return True
+    if _STRONG_PLAN_ZH.search(clause) and not _PAST_IN_CLAUSE.search(re.sub(r"了|已经", "", clause)):
+        return True  # 14号就要考试了, 已经约好了14号去复查: a 了 of what is ahead
     if _PAST_IN_CLAUSE.search(clause):
         return False
     return bool(_NOW_OR_AHEAD.search(clause)) or _plans(text, window) and not _PAST_PLAN.search(text)

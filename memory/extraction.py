@@ -290,8 +290,8 @@ def _zh_job(m: re.Match[str]) -> Extracted | None:
     if _ZH_NOT_SO.search(m.string[clause_start + 1:m.start()]) or _ZH_LEFT_JOB.match(m.string[m.end():]):
         return None
     v = _clean_zh(re.sub(r"^来自[^的]{1,10}的", "", m["v"]), _ZH_JOB_STOP, max_len=12)  # 来自成都的大学生
-    if _ZH_NOT_JOB.search(v):
-        return None
+    if _ZH_NOT_JOB.search(v) or v.startswith(("不", "是", "没")):
+        return None  # 我是不是医生
     v = re.sub(r"^(?:我们|咱们|这|那)[^的]{0,6}的", "", v)  # 我们学校的校长, 这家店的店长: the job is 校长 / 店长
     if not v:
         return None
@@ -385,11 +385,15 @@ def _kin_work(m: re.Match[str], zh: bool) -> Extracted | None:
     """Where a partner or family member works (我老公在华为上班, "my wife works at Google"): ``work:<relation>``, said
     as the user said it; not what they may do (我老公在考虑换工作) or where they did (以前)."""
     rel = _ZH_KIN_SHORT.get(m["r"], m["r"]) if zh else m["r"].lower()
+    if _believed_or_nested(m, zh):
+        return None
     if zh:
         v = _clean_zh(m["v"], None, max_len=16)
-        if not v or _ZH_NOT_WORKPLACE.search(v) or re.search(r"以前|之前|曾经|原来|哪|这|那", v) or _ZH_DREAMT.search(
-                m.string[:m.start()]):
-            return None
+        if (not v or _ZH_NOT_WORKPLACE.search(v) or re.search(r"以前|之前|曾经|原来|哪|这|那", v)
+                or _ZH_DREAMT.search(m.string[:m.start()]) or not _names_a_place(v)
+                or re.fullmatch(r"找|忙|认真|拼命|努力|外地|公司|单位|家里|同一家公司|一家公司|[^，,。]{0,4}地方", v)
+                or re.match(r"过|的时候|的那", m.string[m.end():])):
+            return None  # 我老公在找工作, 在外地工作, 在北京工作过, 在北京工作的时候
         return _fact(f"work:{rel}", v, f"用户的{rel}在{v}{m['w']}")
     v = _clean_en(_EN_IN_CITY.split(m["v"], maxsplit=1)[0], max_words=4)
     if not v or not v[:1].isupper() or v.casefold() in _NOT_A_WORKPLACE:
@@ -397,16 +401,36 @@ def _kin_work(m: re.Match[str], zh: bool) -> Extracted | None:
     return _fact(f"work:{rel}", v, f"The user's {rel} works at {v}")
 
 
+_BELIEVED_ZH = re.compile(r"以为|认为|觉得|假如|如果|要是|是不是|[问说]我")
+_BELIEVED_EN = re.compile(r"(?i)\b(?:assumes?|assumed|thinks?|thought|believes?|believed|if|whether|says?|said|claims?"
+                          r"|claimed|who|whom|that|guess|wish|pretend)\b")
+
+
+def _believed_or_nested(m: re.Match[str], zh: bool) -> bool:
+    """Whether "my X works at …" is only believed, supposed or asked (别人都以为我老公是医生, "Everyone assumes my wife
+    is a nurse", "If my husband is a doctor…") or sits inside another's clause ("the guy who's dating my sister works
+    at Tesla"): not the family member's work."""
+    start = max(m.string.rfind(p, 0, m.start()) for p in "，。！？；,.!?;") + 1
+    before = m.string[start:m.start()]
+    if zh:
+        return _BELIEVED_ZH.search(before) is not None
+    before = re.split(r"(?i)\b(?:and|but|so|while|because)\b", before)[-1]  # "I'm a nurse and my husband is …"
+    return bool(before.strip()) and not re.fullmatch(r"(?i)\s*(?:and|but|so|also|oh|well|now|btw|by the way)?\s*",
+                                                     before) or _BELIEVED_EN.search(before) is not None
+
+
 def _kin_job(m: re.Match[str], zh: bool) -> Extracted | None:
     """What a partner or family member does (我老婆是一名医生, "my husband is a firefighter"): ``job:<relation>``."""
     rel = _ZH_KIN_SHORT.get(m["r"], m["r"]) if zh else m["r"].lower()
+    if _believed_or_nested(m, zh):
+        return None
     if zh:
         v = _clean_zh(m["v"], _ZH_JOB_STOP, max_len=12)
-        if not v or _ZH_NOT_JOB.search(v) or v.startswith("过"):
-            return None
+        if not v or _ZH_NOT_JOB.search(v) or v.startswith(("过", "不", "是", "没")):
+            return None  # 我老公是不是医生
         return _fact(f"job:{rel}", v, f"用户的{rel}是一名{v}")
     v = _clean_en(_EN_AT_PLACE.split(m["v"], maxsplit=1)[0], max_words=3)
-    if not v or not _PROFESSION_RE.search(v) or _NOT_PROFESSION.search(v) or re.search(
+    if not v or not _PROFESSION_RE.search(v) or _NOT_PROFESSION.search(v) or _NO_OCCUPATION.search(v) or re.search(
             r"(?i)\b(?:student|junior|senior|freshman|sophomore)$", v) and rel not in ("son", "daughter", "kid"):
         return None
     article = "an" if v[:1].lower() in "aeiou" else "a"
@@ -650,7 +674,8 @@ _TAKEN_BACK = re.compile(
     r"|role|offer))\b|\s+(?:(?:after|within)\s+)?(?:a|one|two|three|four|a few|\d+)\s+(?:days?|weeks?|months?)\b"
     r"|\s*(?=[.!?,;]|$))"
     r"|\b(?:I|we)\s+(?:\w+\s+)?(?:didn'?t\s+(?:take|accept|start|get)|won'?t\s+(?:take|accept|start))\b"
-    r"|\b(?:I|we)\s+(?:\w+\s+)?(?:was|got)\s+(?:fired|laid off|let go)\b(?!\s+from\s+(?!it\b|there\b|the job\b))"
+    r"|\b(?:I|we)\s+(?:\w+\s+)?(?:was|got)\s+(?:fired|laid off|let go)\b"
+    r"(?!\s+from\s+(?!it\b|there\b|the job\b(?!\s+at)))"
     r"|\b(?:turned\s+(?:\w+\s+){0,2}down|declined|fell through)\b"
     r"|\bif\s+(?:the|my|our|it|everything|things|all|i(?:'?ll| will)? (?:take|accept|get))\b")
 """A job taken back or put in doubt after it was named ("… but I turned it down", "… but I quit after a week", "…
@@ -676,7 +701,7 @@ _NOT_WORKING_THERE = re.compile(
 
 
 _NO_OCCUPATION = re.compile(r"(?i)\b(?:tourist|visitor|(?:dog|cat|pet|home|house|car|horse) owner|homeowner|teenager"
-                            r"|resident|traveler|traveller|foreigner|stranger|user|lover)$")
+                            r"|resident|traveler|traveller|foreigner|stranger|user|lover|survivor)$")
 """What one is that is no occupation ("a tourist", "a dog owner", "a teenager")."""
 
 
@@ -888,7 +913,8 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
     (re.compile(rf"我叫(?P<v>{_ZH_VALUE}{{1,20}})"), _zh_name),
     (re.compile(rf"我的名字(?:是|叫)(?P<v>{_ZH_VALUE}{{1,20}})"), _zh_name),
     # 大家都叫我小王, 叫我Tom就好: a name; not 叫我先睡, 叫我回家过年, 叫我很头疼 (asks me to, makes me)
-    (re.compile(r"叫我(?P<v>(?![很先回去来吃帮别不一起做写开等给把跟和到睡快马别多少起])"
+    (re.compile(r"叫我(?P<v>(?![很先回去来吃帮别不一起做写开等给把跟和到睡快马别多少起加相早考出喝陪买打上下"
+                r"看听带找请])"
                 r"(?:[\u4e00-\u9fff]{1,4}|[A-Za-z][A-Za-z' -]{0,20}?))(?=就行|就好|就可以|吧|好了|[，,。！!~\s]|$)"),
      _zh_name),
     (
@@ -949,7 +975,8 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], Builder]] = [
                 re.I),
      _zh_greeting_name),
     # 我是小林，在杭州…: a 小/老 name opening the message (not 我是小白 / 小学生 / 老师 / 老板)
-    (re.compile(r"^\s*我是(?P<v>[小老](?![白孩学朋师板人鲜伙妹弟哥姐吃])[\u4e00-\u9fff])(?=[，,。！!~\s])"),
+    (re.compile(r"^\s*我是(?P<v>(?:小(?![白孩学朋师板人鲜伙妹弟哥姐吃号透编区))|老(?![大二三四五六七八九幺粉手鸟司乡外板师"
+                r"人家公婆妈爸]))[\u4e00-\u9fff])(?=[，,。！!~\s])"),
      _zh_greeting_name),
     (re.compile(rf"我(?:现在|目前)?在(?P<v>{_ZH_VALUE}{{1,12}}?)(?:读书|上学|念书|读大学|上大学|读研|读博"
                 r"|读(?:大[一二三四]|研[一二三]|高[一二三]|初[一二三]|本科|高中|初中|小学))"
@@ -1262,10 +1289,12 @@ _ZH_DROPPED_SUBJECT = re.compile(
 
 _ZH_KIN_SUBJECT = re.compile(rf"^\s*我(?:的|家的?)?(?P<k>{_ZH_PARTNERS}|{_ZH_FAMILY}|{_ZH_MY_PET})(?!的|们)")
 """A clause about the user's family member or pet (我儿子今年上初二了, 我家猫三岁了)."""
-_ZH_DROPPED_KIN_CLAUSE = re.compile(r"^\s*(?:(?:叫|名叫|名字叫)(?![醒人都外兽家她他我你爸妈声个得着不也])"
-                                    r"(?:[\u4e00-\u9fff]{1,3}(?<![了的吧啊呢])|[A-Za-z]+)(?=[，,。！!~\s]|$)"
-                                    r"|(?:现在|目前|一直)?在[^，,]{1,16}?(?:工作|上班|任职|实习)|是(?:一名|一位|个|一个)?)")
-"""A clause about the family member just named, its subject dropped (…，叫乐乐 / 在上海工作 / 是一名医生)."""
+_ZH_DROPPED_KIN_CLAUSE = re.compile(r"^\s*(?:叫|名叫|名字叫)(?![醒人都外兽家她他我你爸妈声个得着不也])"
+                                    r"(?:[\u4e00-\u9fff]{1,3}(?<![了的吧啊呢])|[A-Za-z]+)(?=[，,。！!~\s]|$)")
+"""A clause naming the family member just told of, its subject dropped (…，叫乐乐); not where or as what someone
+works (我老婆有个闺蜜，在银行上班: the friend's)."""
+_ZH_INTRODUCES = re.compile(r"(?:有|交了?|介绍了?|嫁了?|娶了?|生了?|认识了?|找了?|谈了?)(?:一)?[个位]")
+"""A clause that brings in someone new (我老婆有个闺蜜, 我儿子交了个女朋友): what follows is about them."""
 
 
 def _restore_subjects(text: str) -> str:
@@ -1283,7 +1312,7 @@ def _restore_subjects(text: str) -> str:
                 continue
             whose = _ZH_KIN_SUBJECT.match(part)
             if whose:
-                kin = whose["k"]
+                kin = None if _ZH_INTRODUCES.search(part) else whose["k"]
             elif kin and _ZH_DROPPED_KIN_CLAUSE.match(part):
                 part = f"我{kin}{part.lstrip()}"
             else:

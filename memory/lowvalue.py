@@ -119,12 +119,12 @@ _ZH_ASKING = re.compile(
     r"(?<![这那前后好十过])几(?:个|点|岁|天|年|月|号|次|周)"
     r"|多少(?!有点|有些|还是)|(?<![不没])怎么(?!都|也)|怎样|为什么|为啥|是否|是不是|有没有|多久|多大|何时|咋"
     r"|(?<![没不])什么(?!都|也)|(?<![没不])啥(?!都|也)|(?<![论管])哪(?!怕)(?![儿里]?[都也])|谁(?!都|也)"
-    r"|(?<![不没])干[嘛吗](?!都|也)"
+    r"|(?<![不没])(?<!问我)(?<!让我)(?<!偏要)干[嘛吗](?!都|也)"  # not 他问我干嘛去了, 不让我干嘛
 )
 _ZH_FINAL_PARTICLE = re.compile(r"吗\s*$")
 _ZH_FINAL_NE = re.compile(r"呢\s*$")  # "你呢" asks; "我还在上班呢" states: a question only with an asking word or short
 # "我不知道他住在哪里", "我有几个朋友": interrogative words that do not ask
-_ZH_NOT_ASKING = re.compile(r"不知道|不记得|忘了|记不清|[有了买养]几|[他她]问我|不让我|偏要")
+_ZH_NOT_ASKING = re.compile(r"不知道|不记得|忘了|记不清|[有了买养]几")
 # ... but a count that ends the sentence asks: 年假有几天, 一年有几个月 (我有几个好朋友 states)
 _ZH_COUNT_AT_END = re.compile(r"[有了买养]几个?(?:点|岁|天|年|月|号|次|周|本|只|条|人|口)?[呢啊呀]?\s*$")
 # An auxiliary opener asks ("do you remember…"), unless it is a name ("Will is my brother", "May loves jazz").

@@ -65,8 +65,7 @@ _PLACE_SHAPE = re.compile(
     r"|(?!(?:Support|Transport|Sport|Passport|Airport|Report|Import|Export|Teleport)\b)[A-Z][a-z]*port"
     r"|(?:[A-Z][a-z]+\s+){1,2}(?:City|River|Springs|Falls|Beach|Hills|Heights|Valley|Lake|Bay|Harbor|Harbour"
     r"|Island|County|Creek|Grove|Rapids|Junction)"
-    r"|(?!(?:Theme|Research|Science|Business|Industrial|Office|Amusement|Water|Car|Trailer|Skate|Dog|National|State"
-    r"|Technology|Tech)\s)(?:[A-Z][a-z]+\s+){1,2}Park)")
+    r"|(?:Overland|Oak|Highland|College|Forest|Menlo|Palisades|Hyde) Park)")
 """A name shaped like a town's (Springfield, Fall River, Johnstown), though not on the list."""
 
 

@@ -136,7 +136,8 @@ def test_context_refuses_an_answer_weight_outside_the_unit_interval() -> None:
 @pytest.mark.parametrize(("query", "feeling"), [
     ("我最近心情怎么样？", True), ("我跟你倾诉过什么烦恼？", True), ("我上次为什么难过？", True),
     ("上次我为什么着急", True), ("我担心什么来着", True),
-    ("我担心的那个面试是哪天", False), ("我女儿害怕什么", False), ("我老公生气的时候说了什么", False),
+    ("我担心的那个面试是哪天", False), ("我最近在担心什么", True),
+    ("我担心的事是什么", True), ("我女儿害怕什么", False), ("我老公生气的时候说了什么", False),
     ("我最近压力大吗？", True), ("How have I been feeling lately?", True), ("What was bothering me?", True),
     ("What did I say about my mood?", True),
     ("When was I sad?", True), ("我什么时候心情不好？", True), ("What made me sad?", True),
@@ -340,6 +341,7 @@ def test_a_question_about_plans_lists_what_lies_ahead_soonest_first(backend: str
     ("What university do I attend?", ("school",)), ("我的大学生活怎么样", ()),
     ("What college do I want to apply to?", ()),
     ("我男朋友在哪工作", ("work:男朋友", "job:男朋友")), ("What does my wife do with her free time?", ()),
+    ("What does my wife do for fun?", ()),
     ("Where does my husband work?", ("work:husband", "work:老公", "work:丈夫", "job:husband", "job:老公", "job:丈夫")),
     ("我有什么忌口吗？", ("diet",)), ("What foods don't I eat?", ("diet",)),
     ("孕妇有什么忌口", ()), ("狗狗有什么忌口", ()), ("What dietary supplements should I take?", ()),

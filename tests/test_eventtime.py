@@ -169,6 +169,12 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
                                                                                      date(2024, 5, 15))),
     ("We're getting married on the 14th.", (date(2024, 5, 14), date(2024, 5, 15))),
     ("I got the offer on the 5th and will start in June", (date(2024, 5, 5), date(2024, 5, 6))),
+    ("5号的家长会上老师批评了我儿子", (date(2024, 5, 5), date(2024, 5, 6))),  # 家长会 is no 会 of a plan
+    ("We were going to meet on the 5th.", (date(2024, 5, 5), date(2024, 5, 6))),
+    ("I'll never forget what happened on the 5th.", (date(2024, 5, 5), date(2024, 5, 6))),
+    ("I'm worried about my exam on the 25th.", (date(2024, 5, 25), date(2024, 5, 26))),
+    ("提醒我25号交房租", (date(2024, 5, 25), date(2024, 5, 26))),
+    ("14号快到了", (date(2024, 5, 14), date(2024, 5, 15))),
     ("3月5号我准备了材料，领导说要重写", (date(2024, 3, 5), date(2024, 3, 6))),  # a 要 of someone else's
     ("She turned 7 on March 12", (date(2024, 3, 12), date(2024, 3, 13))),
     # words that look ahead name the span ahead (said on Friday 10 May)

@@ -472,7 +472,9 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         ("我女儿刚学会说话，叫爸爸了", {}), ("我儿子今年上初二了，叫醒他很难", {}), ("我老公出差了，叫外卖吃", {}),
         ("我家狗生病了，叫兽医来看了", {}), ("我儿子今年五岁，叫Leo", {"family:儿子": "Leo"}),
         ("我儿子今年上初二了，叫我很头疼", {}), ("我妈今年六十了，叫我回家过年", {}),
-        ("大家都叫我小王", {"name": "小王"}),
+        ("大家都叫我小王", {"name": "小王"}), ("我是老大，下面有两个妹妹", {}), ("我是小号，别在意", {}),
+        ("老板叫我加班", {}), ("我是不是医生", {}),
+        ("I got a job at Google after I got laid off from the job at IBM.", {"workplace": "Google"}),
         ("I'm a nurse and my husband is a teacher in Boston", {"job": "nurse", "job:husband": "teacher"}),
         ("I'm a tourist in Paris", {}), ("I'm a dog owner in Brooklyn", {}),
         ("I'm a business owner", {"job": "business owner"}),
@@ -488,6 +490,7 @@ def test_a_model_without_structured_output_raises_model_output_error() -> None:
         ("I study marine biology at UCSD", {"major": "marine biology", "school": "UCSD"}),
         ("I study yoga at YMCA", {}), ("I work in Bridgeport", {"work_city": "Bridgeport"}),
         ("I work in Overland Park", {"work_city": "Overland Park"}), ("I work in Theme Park", {}),
+        ("I'm a groundskeeper in Central Park", {"job": "groundskeeper"}),
         ("I'm a nurse in Toronto and I work night shifts at Mount Sinai",
          {"job": "nurse", "work_city": "Toronto", "workplace": "Mount Sinai"}),
         ("I'm a teacher in Oncology", {"job": "teacher"}),
@@ -558,12 +561,19 @@ def test_more_of_what_people_say_about_themselves(text: str, expected: dict[str,
     ("我爱人是医生", {"job:爱人": "用户的爱人是一名医生"}),  # 爱人 = spouse: theirs, not the user's job
     ("我老公在华为上班", {"work:老公": "用户的老公在华为上班"}),
     ("我妈在医院上班", {"work:妈妈": "用户的妈妈在医院上班"}),
-    ("我男朋友叫阿杰，在上海工作，我们异地两年了",  # the clause after the family member is theirs
-     {"partner": "用户的男朋友叫阿杰", "work:男朋友": "用户的男朋友在上海工作"}),
+    ("我男朋友叫阿杰，在上海工作，我们异地两年了",  # whose work the dropped subject tells is not sure: none kept
+     {"partner": "用户的男朋友叫阿杰"}),
     ("my wife works at Google in Boston", {"work:wife": "The user's wife works at Google"}),
     ("my husband is a firefighter and I'm a nurse",
      {"job:husband": "The user's husband is a firefighter", "job": "The user is a nurse"}),
     ("我老公在考虑换工作", {}), ("我老公以前在华为上班", {}), ("My husband works at home", {}),
+    # someone new, a belief, a question, a relative clause, no place (found in review)
+    ("我老婆有个闺蜜，在银行上班", {}), ("我儿子交了个女朋友，是一名护士", {}), ("我老公是不是医生", {}),
+    ("别人都以为我老公是医生，其实他是护士", {}),
+    ("Everyone assumes my wife is a nurse, but she's actually a doctor.", {}),
+    ("The guy who's dating my sister works at Tesla.", {}), ("我老公在找工作", {}), ("我老公在北京工作过", {}),
+    ("我老公在外地工作", {}), ("My mom is a cancer survivor.", {}), ("And my wife works at Google", {
+        "work:wife": "The user's wife works at Google"}),
     ("My wife is a big fan of jazz", {}), ("我妈是个很好的人", {}),
     ("我男朋友叫阿杰，是我大学同学", {"partner": "用户的男朋友叫阿杰"}),
 ])

@@ -241,3 +241,8 @@ def test_the_mode_label_is_shown_once_per_chat() -> None:
     assert other == "我记得："  # once per chat, whichever language the later replies are in
     assert label_once("[model unavailable] x", shown) == "[model unavailable] x"  # degradations always said
 
+
+
+@pytest.mark.parametrize("text", ["老板不让我请假，我能去投诉吗", "他问我借钱，我该怎么办", "他偏要去，我怎么劝他"])
+def test_a_question_after_someone_else_s_words_is_a_question(text: str) -> None:
+    assert is_question(text)  # 不让我, 问我, 偏要 only keep 干嘛 from asking (他问我干嘛去了)

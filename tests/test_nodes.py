@@ -156,6 +156,9 @@ def test_rewrite_falls_back_to_the_message_when_the_model_fails() -> None:
     (["My wife is 40"], "I saw her crying", "I saw my wife crying"),
     (["My wife is 40"], "I saw her new haircut", "I saw my wife's new haircut"),
     (["My daughter is 6"], "Did I call her coach?", "Did I call my daughter's coach?"),
+    (["My wife and I visited Paris last week."], "Did she like it?", "Did my wife like it?"),  # Paris: a place
+    (["My husband hates Mondays."], "How can I cheer him up?", "How can I cheer my husband up?"),
+    (["我老婆在加班"], "周末去妈祖庙，她会去吗", "周末去妈祖庙，我老婆会去吗"),  # 妈祖 is no mother
     (["My daughter is 6"], "I forgot about her recital", "I forgot about my daughter's recital"),
     (["我女儿叫小美"], "老实说，她最近怎么样", "老实说，我女儿最近怎么样"),
 ])
@@ -192,7 +195,7 @@ def test_rewrite_without_a_model_puts_the_family_member_for_the_pronoun(
     (["My wife and Jenny went shopping"], "What did she buy?"),
     (["我儿子在学校被打了，张强把他推倒了"], "他为什么这样做"), (["我女儿六岁"], "王婷又欺负她了，她为什么这样"),
     (["My wife is working late"], "I want to ask mom what she wants for dinner"),  # mom may be whom she means
-    (["我老婆在加班"], "我想问女儿她喜欢什么"),
+    (["我老婆在加班"], "我想问女儿她喜欢什么"), (["My sister came over. Mom called too."], "What did she want?"),
 ])
 def test_rewrite_without_a_model_leaves_a_pronoun_without_a_referent(earlier: list[str], follow_up: str) -> None:
     thread: list[Any] = [m for text in earlier for m in (HumanMessage(text), AIMessage("好的"))]

@@ -292,7 +292,7 @@ def test_the_new_year_with_what_follows_it(query):
                                    "我通过年度考核了", "我休过年假了", "我错过年会了", "熬过年底", "避暑假日酒店",
                                    "我参加过年会", "我也有过年少轻狂的时候", "我看过年报", "我难过年纪大了",
                                    "My baby is on the 10th percentile", "I work on the 3rd shift",
-                                   "Who did I meet on the 2nd night"])
+                                   "Who did I meet on the 2nd night", "My office is on the 3rd or 4th floor."])
 def test_breaks_need_a_break_named(query):
     assert parse_time_window(query, NOW) is None
 
