@@ -52,7 +52,7 @@ _EN_NAME = re.compile(
     r"(?<![A-Za-z'\u2019])(?P<n>[A-Z][a-z]+)(?=\s+(?:[a-z]+ed|said|says|told|tells|asks|calls|texts|came|comes"
     r"|is coming|was here|is here|is visiting|wants|thinks|thought|brought|left|gave|sent|took|hit|ran|broke|made"
     r"|bought|stole|threw|got|keeps|stopped by|dropped by|and I|and me)\b)"
-    r"|\b(?:and|with|invited|hates|hated|met|saw|told|asked|called|texted|blames|blamed)\s+"
+    r"|\b(?:and|with|invited|hates|hated|likes|liked|visited|met|saw|told|asked|called|texted|blames|blamed)\s+"
     r"(?P<o>[A-Z][a-z]+)\b(?!\s+(?:[A-Z]|food|music|fan|team|show|game|movie|school|store|class|park)\b)")
 """A name doing what people do, or done to ("Tom called me", "Tyler pushed him", "hates Karen", "My wife and Jenny
 went shopping"): someone the pronoun may mean; not a thing or a group ("Italian food", "a Lakers fan", "Lincoln
@@ -106,9 +106,10 @@ _EN_OBJECT_AFTER = re.compile(r"(?i)\s*(?:[?.!,;]|$|\s(?:for|to|at|in|on|with|ab
 "Did I call her yesterday?"); otherwise "her" is possessive ("I love her smile", "Did I meet her boss?")."""
 _MAX_CHARS = 80
 _ANY_KIN_WORD = re.compile("|".join(w for w in f"{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER}".split("|") if len(w) > 1)
+                           + r"|(?<![兄表堂师大小姑舅])[妈爸哥姐弟妹](?![祖伦们儿])"
                            + rf"|(?i:\b(?:{_EN_FEMALE}|{_EN_MALE}|{_EN_EITHER}|grandma|grandpa|granny|mommy"
                              r"|daddy)s?\b)")
-"""A family word (two characters at least in Chinese: 妈 alone is in 妈祖, 哥 in 哥伦比亚)."""
+"""A family word (妈, 姐 alone too, but not inside 妈祖, 哥伦比亚, 兄弟)."""
 _OWN_KIN = re.compile(rf"(?:^|(?<=[，,。！？!?\s]))(?:{_ZH_FEMALE}|{_ZH_MALE}|{_ZH_EITHER})"
                       r"(?=说|今天|昨天|刚|也|又|还|在|去|来|要|想|让|叫|给|跟|和)")
 """A family word opening a clause, the user's own though 我 is dropped (老公说他很累): the follow-up names its own."""

@@ -257,7 +257,8 @@ _KIN_WORK_SLOT = re.compile(
     r"(?:是|现在|目前)?(?:在哪(?:里|儿|个公司|家公司|个城市)?(?:工作|上班)|(?:做|干)(?:什么|啥)(?:工作)?的|的(?:工作|职业)是"
     r"(?:什么|啥))"
     rf"|\b(?:where does|what does|what(?:'s| is)) my (?P<en>{_MY_PARTNER_EN}|{_MY_FAMILY_EN})(?:'s (?:job|work)\b"
-    r"| work\b| do(?: for (?:a living|work))?\s*\?*\s*$)", re.I)
+    r"| work\b| do(?: for (?:a living|work))?(?:,?\s*(?:now|again|exactly|these days|nowadays|for a living"
+    r"|for work))*\s*\?*\s*$)", re.I)
 """Where or as what a family member works (我老公在哪上班, "What does my wife do?"): ``work:`` and ``job:<relation>``
 by any of its names."""
 _PET_SLOT = re.compile(rf"我(?:的|家的?)?(?:(?!的)[\u4e00-\u9fff]){{0,2}}?(?P<zh>{_MY_PET_ZH}){_NAMED_ZH}"

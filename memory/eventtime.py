@@ -89,20 +89,22 @@ def _span(text: str, said_at: float, named: list[bool] | None = None) -> tuple[f
 
 
 _PAST_IN_CLAUSE = re.compile(
-    r"了|过(?!年)|已经|本来|原本|刚(?!好)|那天|那时|的时候|是[^，,。]{1,10}的|(?<![要想会])(?:到|去|来|吃|买|见|做|办|回)的"
+    r"了|过(?!年|来|去|生日|节|日子)|已经|本来|原本|刚(?!好)|那天|那时|的时候|是[^，,。]{1,10}的"
+    r"|(?<![要想会])(?:到|去|来|吃|买|见|做|办|回|交)的|没(?!空|时间|事|有空)|考砸|搞砸"
     r"|(?i:(?<!\bbe )(?<!\bget )(?<!getting )(?<!'re )(?<!'m )(?<!\bam )(?<!\bis )(?<!\bare )(?<!\bso )"
     r"(?<!\bvery )(?<!\bfeel )\b(?:[a-z]+ed|was|were|did|had|went|came|left|lost|said|told|met|saw|bought|paid|ate"
     r"|made|took|gave|broke|fell|won|fought|hit|ran|flew|quit|got(?!\s+(?:a|an|my)\b))\b)")
 """Words that put what a clause tells behind (了, 过, 那天, 是…的, "went", "failed"; not "I'm excited", "we're
 getting married")."""
 _STRONG_PLAN_ZH = re.compile(r"(?<!本来)(?<!原本)(?:要(?![是不])"
-                             r"|(?<![长年约开晚聚舞唱动展宴社机协学工大])会(?![上议面员场])|将|打算|准备|计划|约好|预约|快到|就要)")
+                             r"|(?<![长年约开晚聚舞唱动展宴社机协学工大])会(?!上(?![班门课学网午])|议|面|员|场)|将|打算|准备|计划"
+                             r"|约好|预约|快到|就要)")
 _STRONG_PLAN_EN = re.compile(r"(?i)(?<!\bwas )(?<!\bwere )\b(?:will|going to|gonna|plan(?:ning)? to|scheduled"
                              r"|about to|have to|need to|must)\b|'ll\b")
 _NOW_OR_AHEAD = re.compile(r"(?i)\b(?:is|are|'s) (?:on|due)\b|\b(?:i've got|i have|we have|there's|i'm \w+ing"
                            r"|we're \w+ing|she's \w+ing|he's \w+ing|remind|appointment|exam|interview|deadline"
                            r"|worried about|nervous about)\b"
-                           r"|有个|有一个|有场|有一场|提醒|考试|面试|复查|到期|交房租|交|有空|担心|紧张")
+                           r"|有个|有一个|有场|有一场|提醒|考试|面试|复查|到期|交房租|交|有空|没空")
 """A bare day told as now or ahead: "My interview is on the 25th", "I'm seeing the doctor on the 25th",
 我20号有个面试."""
 
@@ -114,8 +116,9 @@ def _bare_day_ahead(text: str, window: TimeWindow) -> bool:
     clause = _clause_of(text, window)
     before = clause[:max(clause.find(window.expression), 0)]
     plan = _STRONG_PLAN_EN.search(before)
-    if plan and not _PAST_IN_CLAUSE.search(before, plan.end()):  # not "will never forget what happened on the 5th"
-        return True
+    if plan and not any(not re.search(r"(?i)\b(?:get|getting|have|having)\b(?:\s+\S+){0,3}\s*$", before[:p.start()])
+                        for p in _PAST_IN_CLAUSE.finditer(before, plan.end())):
+        return True  # not "will never forget what happened on the 5th"; "going to get my car fixed" is ahead
     if _STRONG_PLAN_ZH.search(clause) and not _PAST_IN_CLAUSE.search(re.sub(r"了|已经", "", clause)):
         return True  # 14号就要考试了, 已经约好了14号去复查: a 了 of what is ahead
     if _PAST_IN_CLAUSE.search(clause):

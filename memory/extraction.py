@@ -415,8 +415,8 @@ def _believed_or_nested(m: re.Match[str], zh: bool) -> bool:
     if zh:
         return _BELIEVED_ZH.search(before) is not None
     before = re.split(r"(?i)\b(?:and|but|so|while|because)\b", before)[-1]  # "I'm a nurse and my husband is …"
-    return bool(before.strip()) and not re.fullmatch(r"(?i)\s*(?:and|but|so|also|oh|well|now|btw|by the way)?\s*",
-                                                     before) or _BELIEVED_EN.search(before) is not None
+    return (_BELIEVED_EN.search(before) is not None  # "Everyone assumes my wife is…", "If my husband is…"
+            or re.search(r"(?i)\b(?:the|a|an|some|his|her|their|your)\s+\w+", before) is not None)  # "The guy who…"
 
 
 def _kin_job(m: re.Match[str], zh: bool) -> Extracted | None:
@@ -1289,11 +1289,13 @@ _ZH_DROPPED_SUBJECT = re.compile(
 
 _ZH_KIN_SUBJECT = re.compile(rf"^\s*我(?:的|家的?)?(?P<k>{_ZH_PARTNERS}|{_ZH_FAMILY}|{_ZH_MY_PET})(?!的|们)")
 """A clause about the user's family member or pet (我儿子今年上初二了, 我家猫三岁了)."""
-_ZH_DROPPED_KIN_CLAUSE = re.compile(r"^\s*(?:叫|名叫|名字叫)(?![醒人都外兽家她他我你爸妈声个得着不也])"
-                                    r"(?:[\u4e00-\u9fff]{1,3}(?<![了的吧啊呢])|[A-Za-z]+)(?=[，,。！!~\s]|$)")
-"""A clause naming the family member just told of, its subject dropped (…，叫乐乐); not where or as what someone
-works (我老婆有个闺蜜，在银行上班: the friend's)."""
-_ZH_INTRODUCES = re.compile(r"(?:有|交了?|介绍了?|嫁了?|娶了?|生了?|认识了?|找了?|谈了?)(?:一)?[个位]")
+_ZH_DROPPED_KIN_CLAUSE = re.compile(r"^\s*(?:(?:叫|名叫|名字叫)(?![醒人都外兽家她他我你爸妈声个得着不也])"
+                                    r"(?:[\u4e00-\u9fff]{1,3}(?<![了的吧啊呢])|[A-Za-z]+)(?=[，,。！!~\s]|$)"
+                                    r"|(?:现在|目前|一直)?在[^，,]{1,16}?(?:工作|上班|任职|实习)|是(?:一名|一位|个|一个)?)")
+"""A clause about the family member just told of, its subject dropped (…，叫乐乐 / 在华为上班 / 是一名工程师); not
+after a clause that brings in someone new (``_ZH_INTRODUCES``)."""
+_ZH_INTRODUCES = re.compile(r"(?:有|交了?|介绍了?|嫁了?|娶了?|生了?|认识了?|找了?|谈了?)(?:一)?[个位]"
+                            r"(?!小名|英文名|名字|外号|绰号|昵称|大名)")
 """A clause that brings in someone new (我老婆有个闺蜜, 我儿子交了个女朋友): what follows is about them."""
 
 

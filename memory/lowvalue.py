@@ -122,6 +122,8 @@ _ZH_ASKING = re.compile(
     r"|(?<![不没])(?<!问我)(?<!让我)(?<!偏要)干[嘛吗](?!都|也)"  # not 他问我干嘛去了, 不让我干嘛
 )
 _ZH_FINAL_PARTICLE = re.compile(r"吗\s*$")
+_REPORTED_ASKING = re.compile(r"[他她]们?问(?:我|他|她)[^，,。！？!?；;]*")
+"""A clause telling what someone else asked (他问我几点回家): its asking words ask nothing of the assistant."""
 _ZH_FINAL_NE = re.compile(r"呢\s*$")  # "你呢" asks; "我还在上班呢" states: a question only with an asking word or short
 # "我不知道他住在哪里", "我有几个朋友": interrogative words that do not ask
 _ZH_NOT_ASKING = re.compile(r"不知道|不记得|忘了|记不清|[有了买养]几")
@@ -160,6 +162,9 @@ def is_question(sentence: str) -> bool:
         return True
     if _EN_QUESTION.match(text):
         return not _EN_NOT_ASKING.match(text)
+    text = _REPORTED_ASKING.sub("", text)  # 他问我周末干嘛: what someone else asked is told, not asked
+    if not text:
+        return False
     if _ZH_NOT_ASKING.search(text) and not _ZH_COUNT_AT_END.search(text):
         return False
     asking = bool(_ZH_ASKING.search(text))

@@ -842,7 +842,8 @@ _RULES: list[tuple[re.Pattern[str], Handler]] = [
         # clause may end after it, not "on the 3rd floor / shift / chapter", "on the 10th percentile"
         (r"(?i)\bon\s+the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)\b(?=\s*(?:[,.;!?)]|$)|\s+(?:and|but|at|in|for|to|with|so"
          r"|because|when|if|i|we|he|she|they|you|my|our|this|next|last|again|too|what|who|where|why|how|after|before"
-         r"|around|during|which|that|besides|while|until|till)\b)",
+         r"|around|during|which|that|besides|while|until|till|or so|as an?|or (?:the )?\d{1,2}(?:st|nd|rd|th)\b"
+         r"(?!\s+(?:floor|shift|grade|place|row)))\b)",
          lambda m, t: _recent_day_of_month(t, int(m.group("d")))),
         (rf"\b(?:(?i:in|during)\s+)?{_MON}\s+(?i:of\s+)?(?P<rel>(?i:last|this|next))\s+(?i:year)\b", _rel_year_month),
         (rf"\b(?i:in|during|since|last|this)\s+{_MON}(?![a-z])", _en_in_month),

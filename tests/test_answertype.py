@@ -342,6 +342,7 @@ def test_a_question_about_plans_lists_what_lies_ahead_soonest_first(backend: str
     ("What college do I want to apply to?", ()),
     ("我男朋友在哪工作", ("work:男朋友", "job:男朋友")), ("What does my wife do with her free time?", ()),
     ("What does my wife do for fun?", ()),
+    ("What does my husband do now?", ("work:husband", "work:老公", "work:丈夫", "job:husband", "job:老公", "job:丈夫")),
     ("Where does my husband work?", ("work:husband", "work:老公", "work:丈夫", "job:husband", "job:老公", "job:丈夫")),
     ("我有什么忌口吗？", ("diet",)), ("What foods don't I eat?", ("diet",)),
     ("孕妇有什么忌口", ()), ("狗狗有什么忌口", ()), ("What dietary supplements should I take?", ()),

@@ -40,7 +40,7 @@ from mneme.memory.emotion import detect_emotion
         "Why does everyone pick on me", "和他告别感觉特别难过", "跟爷爷道别觉得特别难过", "我特别特别难过",
         # worry as parents say it
         "我有点着急，不知道该怎么跟他沟通", "孩子成绩下滑得厉害，急死我了", "我好发愁",
-        "我们吵了一架，我现在心里很乱",
+        "我们吵了一架，我现在心里很乱", "我心里乱七八糟的",
     ],
 )
 def test_negative_texts(text: str) -> None:

@@ -170,6 +170,11 @@ MAY_10 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC).timestamp()
     ("We're getting married on the 14th.", (date(2024, 5, 14), date(2024, 5, 15))),
     ("I got the offer on the 5th and will start in June", (date(2024, 5, 5), date(2024, 5, 6))),
     ("5号的家长会上老师批评了我儿子", (date(2024, 5, 5), date(2024, 5, 6))),  # 家长会 is no 会 of a plan
+    ("14号我要过生日", (date(2024, 5, 14), date(2024, 5, 15))),
+    ("14号他要过来", (date(2024, 5, 14), date(2024, 5, 15))),
+    ("I'm going to get my car fixed on the 14th.", (date(2024, 5, 14), date(2024, 5, 15))),
+    ("5号考试没考好，很难过", (date(2024, 5, 5), date(2024, 5, 6))),
+    ("我14号会上班", (date(2024, 5, 14), date(2024, 5, 15))),
     ("We were going to meet on the 5th.", (date(2024, 5, 5), date(2024, 5, 6))),
     ("I'll never forget what happened on the 5th.", (date(2024, 5, 5), date(2024, 5, 6))),
     ("I'm worried about my exam on the 25th.", (date(2024, 5, 25), date(2024, 5, 26))),

@@ -561,14 +561,18 @@ def test_more_of_what_people_say_about_themselves(text: str, expected: dict[str,
     ("我爱人是医生", {"job:爱人": "用户的爱人是一名医生"}),  # 爱人 = spouse: theirs, not the user's job
     ("我老公在华为上班", {"work:老公": "用户的老公在华为上班"}),
     ("我妈在医院上班", {"work:妈妈": "用户的妈妈在医院上班"}),
-    ("我男朋友叫阿杰，在上海工作，我们异地两年了",  # whose work the dropped subject tells is not sure: none kept
-     {"partner": "用户的男朋友叫阿杰"}),
+    ("我男朋友叫阿杰，在上海工作，我们异地两年了",  # the clause after the family member is theirs
+     {"partner": "用户的男朋友叫阿杰", "work:男朋友": "用户的男朋友在上海工作"}),
     ("my wife works at Google in Boston", {"work:wife": "The user's wife works at Google"}),
     ("my husband is a firefighter and I'm a nurse",
      {"job:husband": "The user's husband is a firefighter", "job": "The user is a nurse"}),
     ("我老公在考虑换工作", {}), ("我老公以前在华为上班", {}), ("My husband works at home", {}),
     # someone new, a belief, a question, a relative clause, no place (found in review)
     ("我老婆有个闺蜜，在银行上班", {}), ("我儿子交了个女朋友，是一名护士", {}), ("我老公是不是医生", {}),
+    ("Actually my wife is a nurse.", {"job:wife": "The user's wife is a nurse"}),
+    ("我老公叫张伟，在华为上班，是一名工程师",
+     {"partner": "用户的老公叫张伟", "work:老公": "用户的老公在华为上班", "job:老公": "用户的老公是一名工程师"}),
+    ("我女儿有个小名，叫朵朵", {"family:女儿": "用户的女儿叫朵朵"}),
     ("别人都以为我老公是医生，其实他是护士", {}),
     ("Everyone assumes my wife is a nurse, but she's actually a doctor.", {}),
     ("The guy who's dating my sister works at Tesla.", {}), ("我老公在找工作", {}), ("我老公在北京工作过", {}),

@@ -224,7 +224,7 @@ def test_a_question_without_a_question_mark_is_not_stored(text: str) -> None:
                                   "前几天我搬到了杭州", "Will is my brother", "May loves jazz",
                                   "How I met my wife is a long story", "我最近没啥胃口", "哪怕下雨我也去跑步",
                                   "我啥都不怕", "我无论在哪都睡得着", "没干嘛，就在家躺着",
-                                  "他问我干嘛去了",
+                                  "他问我干嘛去了", "他问我周末干嘛", "他问我几点回家",
                                   # a reminder to set is a plan, "Tell me about it" agrees
                                   "Remind me to buy milk tomorrow", "提醒我明天开会", "Tell me about it, what a day"])
 def test_a_statement_with_an_interrogative_word_is_kept(text: str) -> None:

@@ -196,6 +196,8 @@ def test_rewrite_without_a_model_puts_the_family_member_for_the_pronoun(
     (["我儿子在学校被打了，张强把他推倒了"], "他为什么这样做"), (["我女儿六岁"], "王婷又欺负她了，她为什么这样"),
     (["My wife is working late"], "I want to ask mom what she wants for dinner"),  # mom may be whom she means
     (["我老婆在加班"], "我想问女儿她喜欢什么"), (["My sister came over. Mom called too."], "What did she want?"),
+    (["我老婆最近心情不好"], "昨天妈打电话来，她说想来住几天"),
+    (["My wife visited Jenny in the hospital."], "How is she doing?"),
 ])
 def test_rewrite_without_a_model_leaves_a_pronoun_without_a_referent(earlier: list[str], follow_up: str) -> None:
     thread: list[Any] = [m for text in earlier for m in (HumanMessage(text), AIMessage("好的"))]

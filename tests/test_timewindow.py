@@ -341,6 +341,7 @@ def test_a_span_named_next_to_a_date_zh_and_en():
         ("上个月27号", day(2024, 2, 27)),
         ("What did I do on the 12th?", day(2024, 3, 12)), ("on the 27th", day(2024, 2, 27)),  # as 12号, 27号
         ("On the 12th what did I do?", day(2024, 3, 12)), ("what did I do on the 12th after work?", day(2024, 3, 12)),
+        ("what did I do on the 12th or 13th", day(2024, 3, 12)),
         ("这个月3号", day(2024, 3, 3)),
         ("2月27", day(2024, 2, 27)),  # no 日/号 after the day
         ("二月二十七那天", day(2024, 2, 27)),
