@@ -403,7 +403,8 @@ def _kin_work(m: re.Match[str], zh: bool) -> Extracted | None:
 
 _BELIEVED_ZH = re.compile(r"以为|认为|觉得|假如|如果|要是|是不是|[问说]我")
 _BELIEVED_EN = re.compile(r"(?i)\b(?:assumes?|assumed|thinks?|thought|believes?|believed|if|whether|says?|said|claims?"
-                          r"|claimed|who|whom|that|guess|wish|pretend)\b")
+                          r"|claimed|who|whom|that|guess|wish|pretend|doubt|maybe|perhaps|once|imagine|suppose|hope"
+                          r"|when|until|unless|probably|might|whether)\b")
 
 
 def _believed_or_nested(m: re.Match[str], zh: bool) -> bool:
@@ -1294,9 +1295,10 @@ _ZH_DROPPED_KIN_CLAUSE = re.compile(r"^\s*(?:(?:叫|名叫|名字叫)(?![醒人�
                                     r"|(?:现在|目前|一直)?在[^，,]{1,16}?(?:工作|上班|任职|实习)|是(?:一名|一位|个|一个)?)")
 """A clause about the family member just told of, its subject dropped (…，叫乐乐 / 在华为上班 / 是一名工程师); not
 after a clause that brings in someone new (``_ZH_INTRODUCES``)."""
-_ZH_INTRODUCES = re.compile(r"(?:有|交了?|介绍了?|嫁了?|娶了?|生了?|认识了?|找了?|谈了?)(?:一)?[个位]"
-                            r"(?!小名|英文名|名字|外号|绰号|昵称|大名)")
-"""A clause that brings in someone new (我老婆有个闺蜜, 我儿子交了个女朋友): what follows is about them."""
+_ZH_INTRODUCES = re.compile(r"(?:有|交了?|介绍了?|嫁了?|娶了?|生了?|认识了?|找了?|谈了?)(?:一|几|两|三|好几)?[个位]"
+                            r"(?!小名|英文名|名字|外号|绰号|昵称|大名)|[和跟与]|还有|出差|旅游|回老家")
+"""A clause that brings in someone new (我老婆有个闺蜜, 交了几个朋友, 我老公和他哥) or takes the family member elsewhere
+(出差了): what follows may be about someone or somewhere else."""
 
 
 def _restore_subjects(text: str) -> str:

@@ -119,10 +119,12 @@ _ZH_ASKING = re.compile(
     r"(?<![这那前后好十过])几(?:个|点|岁|天|年|月|号|次|周)"
     r"|多少(?!有点|有些|还是)|(?<![不没])怎么(?!都|也)|怎样|为什么|为啥|是否|是不是|有没有|多久|多大|何时|咋"
     r"|(?<![没不])什么(?!都|也)|(?<![没不])啥(?!都|也)|(?<![论管])哪(?!怕)(?![儿里]?[都也])|谁(?!都|也)"
-    r"|(?<![不没])(?<!问我)(?<!让我)(?<!偏要)干[嘛吗](?!都|也)"  # not 他问我干嘛去了, 不让我干嘛
+    # not 他问我干嘛去了, 不让我干嘛
+    r"|(?<![不没])(?<!问我)(?<!让我)(?<!偏要)干[嘛吗](?!都|也)|要不要|能不能|会不会|可不可以|该不该"
 )
 _ZH_FINAL_PARTICLE = re.compile(r"吗\s*$")
-_REPORTED_ASKING = re.compile(r"[他她]们?问(?:我|他|她)[^，,。！？!?；;]*")
+_REPORTED_ASKING = re.compile(r"[他她]们?问(?:我|他|她)[^，,。！？!?；;]*?"
+                              r"(?=你|我该|我要|我能|我怎么|[，,。！？!?；;]|$)")
 """A clause telling what someone else asked (他问我几点回家): its asking words ask nothing of the assistant."""
 _ZH_FINAL_NE = re.compile(r"呢\s*$")  # "你呢" asks; "我还在上班呢" states: a question only with an asking word or short
 # "我不知道他住在哪里", "我有几个朋友": interrogative words that do not ask

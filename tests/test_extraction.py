@@ -570,6 +570,8 @@ def test_more_of_what_people_say_about_themselves(text: str, expected: dict[str,
     # someone new, a belief, a question, a relative clause, no place (found in review)
     ("我老婆有个闺蜜，在银行上班", {}), ("我儿子交了个女朋友，是一名护士", {}), ("我老公是不是医生", {}),
     ("Actually my wife is a nurse.", {"job:wife": "The user's wife is a nurse"}),
+    ("I doubt my husband is a doctor.", {}), ("Once my son is a doctor, I'll retire.", {}),
+    ("我老公交了几个朋友，在银行上班", {}), ("我老公出差了，在上海工作", {}),
     ("我老公叫张伟，在华为上班，是一名工程师",
      {"partner": "用户的老公叫张伟", "work:老公": "用户的老公在华为上班", "job:老公": "用户的老公是一名工程师"}),
     ("我女儿有个小名，叫朵朵", {"family:女儿": "用户的女儿叫朵朵"}),

@@ -243,6 +243,7 @@ def test_the_mode_label_is_shown_once_per_chat() -> None:
 
 
 
-@pytest.mark.parametrize("text", ["老板不让我请假，我能去投诉吗", "他问我借钱，我该怎么办", "他偏要去，我怎么劝他"])
+@pytest.mark.parametrize("text", ["老板不让我请假，我能去投诉吗", "他问我借钱，我该怎么办", "他偏要去，我怎么劝他",
+                                  "他问我这个你知道吗", "她问我在哪你说我要不要告诉她"])
 def test_a_question_after_someone_else_s_words_is_a_question(text: str) -> None:
     assert is_question(text)  # 不让我, 问我, 偏要 only keep 干嘛 from asking (他问我干嘛去了)
