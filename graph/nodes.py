@@ -321,6 +321,15 @@ def _answered_from_memory(state: State, exc: Exception, *, write_memory: bool = 
     return _answered(state, reply, _attempts(exc), (degraded.MODEL_UNAVAILABLE,), from_memory=True)
 
 
+def _model_answered(state: State, out: BaseMessage, attempts: int, *, write_memory: bool) -> dict[str, Any]:
+    """The model's answer; an empty one (no words, no tool calls) is no answer: the labelled memory-only reply."""
+    if not text_of(out).strip() and not getattr(out, "tool_calls", None):
+        log.warning("the chat model returned an empty answer; answering from memory")
+        return _answered_from_memory(state, ModelUnavailableError("the chat model returned an empty answer",
+                                                                  attempts=attempts), write_memory=write_memory)
+    return _answered(state, text_of(out), attempts, streamed=out)
+
+
 async def generate(
     state: State, config: RunnableConfig, runtime: Runtime[Context], *,
     model: BaseChatModel | None, clock: Clock = system_clock, caller: ModelCaller | None = None,
@@ -337,11 +346,7 @@ async def generate(
         out, attempts = await _caller(model, caller).ainvoke("answer", prompt, config)
     except Exception as exc:  # noqa: BLE001 - a failed model call is a degraded answer, never an error
         return _answered_from_memory(state, exc, write_memory=ctx.write_memory)
-    if not text_of(out).strip() and not getattr(out, "tool_calls", None):
-        log.warning("the chat model returned an empty answer; answering from memory")
-        return _answered_from_memory(state, ModelUnavailableError("the chat model returned an empty answer",
-                                                                  attempts=attempts), write_memory=ctx.write_memory)
-    return _answered(state, text_of(out), attempts, streamed=out)
+    return _model_answered(state, out, attempts, write_memory=ctx.write_memory)
 
 
 def generate_sync(
@@ -357,11 +362,7 @@ def generate_sync(
         out, attempts = _caller(model, caller).invoke("answer", prompt, config)
     except Exception as exc:  # noqa: BLE001 - a failed model call is a degraded answer, never an error
         return _answered_from_memory(state, exc, write_memory=ctx.write_memory)
-    if not text_of(out).strip() and not getattr(out, "tool_calls", None):
-        log.warning("the chat model returned an empty answer; answering from memory")
-        return _answered_from_memory(state, ModelUnavailableError("the chat model returned an empty answer",
-                                                                  attempts=attempts), write_memory=ctx.write_memory)
-    return _answered(state, text_of(out), attempts, streamed=out)
+    return _model_answered(state, out, attempts, write_memory=ctx.write_memory)
 
 
 def memory_only_reply(message: str, recalled: list[dict[str, Any]], *, label: str | None = None,

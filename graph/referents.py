@@ -78,11 +78,6 @@ _ZH_PRONOUN = re.compile(r"(?<![其吉利排])[她他](?![们人乡日俩]|妈�
                          r"|的(?:朋友|同事))")
 """她, 他; not 他们 (a group), 吉他 / 其他 (words), or 她妈妈 (her mother: someone else)."""
 _EN_PRONOUN = re.compile(r"(?i)\b(?P<p>she|he|her|him|his)\b")
-_EN_GIVES = re.compile(r"(?i)\b(?:give|gave|given|giving|tell|told|telling|buy|bought|buying|send|sent|sending"
-                       r"|ask|asked|show|showed|teach|taught|lend|lent|owe|owed|promise|promised|bring|brought|get|got"
-                       r"|pay|paid|make|made|making|let|lets|letting|help|helped|helping)\s*$")
-"""A verb that takes two objects, or an object and a verb, "her" the first ("Did I tell her that?", "I gave her my
-keys", "I made her cry", "I let her go")..."""
 _HER_THINGS = re.compile(r"(?i)\s+(?:boss|friends?|mom|mum|dad|parents?|sisters?|brothers?|husband|wife|job|family|name"
                          r"|birthday|number|address|phone|car|school|teacher|work|kids?|son|daughter|mother|father"
                          r"|grandma|grandpa|baby|boyfriend|girlfriend|smile|eyes?|voice|hair|face|laugh|cooking|food"
@@ -92,12 +87,16 @@ _HER_THINGS = re.compile(r"(?i)\s+(?:boss|friends?|mom|mum|dad|parents?|sisters?
                          r"|judg(?:e)?ment|toys?|party|recital|plans?|opinion|permission|homework|grades?|room|bag"
                          rf"|keys?|{_EN_NOT_FAMILY})\b")
 """... unless a word of hers follows ("tell her boss", "get her number", "I love her smile")."""
-_EN_TAKES_HER = re.compile(r"(?i)\b(?:love|loved|miss|missed|call|called|see|saw|seen|meet|met|hug|hugged|thank"
+_EN_TAKES_HER = re.compile(r"(?i)\b(?:give|gave|given|giving|tell|told|telling|buy|bought|buying|send|sent|sending"
+                           r"|ask|asked|show|showed|teach|taught|lend|lent|owe|owed|promise|promised|bring|brought"
+                           r"|get|got|pay|paid|make|made|making|let|lets|letting|help|helped|helping"
+                           r"|love|loved|miss|missed|call|called|see|saw|seen|meet|met|hug|hugged|thank"
                            r"|thanked|text|texted|visit|visited|like|liked|hate|hated|know|knew|trust|trusted|remind"
                            r"|reminded|kiss|kissed|invite|invited|take|took|drive|drove|pick|picked|hold|held|believe"
-                           r"|believed|need|needed|want|wanted|tell|told|ask|asked|leave|left|for|to|with|about|at|from"
+                           r"|believed|need|needed|want|wanted|leave|left|for|to|with|about|at|from"
                            r"|of|on|behind|beside|without)\s+(?:really\s+|still\s+|just\s+)?$")
-"""A verb or a preposition whose object "her" usually is ("I love her dearly", "I saw her Monday")..."""
+"""A verb or a preposition whose object "her" usually is ("Did I tell her that?", "I gave her my keys", "I made her
+cry", "I love her dearly", "I saw her Monday")..."""
 _EN_OBJECT_AFTER = re.compile(r"(?i)\s*(?:[?.!,;]|$|\s(?:for|to|at|in|on|with|about|from|a|an|the|some|any|back|"
                               r"up|out|yesterday|today|tonight|last|this|again|my|that|money|anything|something|so|very"
                               r"|too|more|much|a lot|and|but|or|when|if|because|since|every|all|once|twice|off|over|now"
@@ -204,8 +203,7 @@ def resolve_pronoun(message: str, earlier: Sequence[str]) -> str | None:
     after = message[en.end():]
     before = message[:en.start()]
     possessive = pronoun == "his" or pronoun == "her" and not (
-        _EN_OBJECT_AFTER.match(after) or (_EN_GIVES.search(before) or _EN_TAKES_HER.search(before))
-        and not _HER_THINGS.match(after))
+        _EN_OBJECT_AFTER.match(after) or _EN_TAKES_HER.search(before) and not _HER_THINGS.match(after))
     mine = f"my {kin}'s" if possessive else f"my {kin}"
     if en.start() == 0 or message[:en.start()].rstrip().endswith((".", "!", "?")):
         mine = mine[0].upper() + mine[1:]  # "He is late" → "My husband is late"
